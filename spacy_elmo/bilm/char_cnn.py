@@ -1,0 +1,110 @@
+"""The context-independent token encoder of ELMo: char embedding, convolutions, max-pool,
+activation, highway layers, linear projection (Peters et al. 2018, section 3.4; Kim et al. 2016;
+bilm-tf ``bilm/model.py`` ``_build_word_char_embeddings``).
+
+Shapes: input char ids (..., 50) int64 (ids shifted by +1, see :mod:`.chars`), output (..., proj)
+float32. The parameters are laid out for speed in PyTorch; :mod:`.weights` maps them to and from
+the bilm-tf file layout.
+"""
+from typing import List, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from .chars import MAX_CHARS, N_CHARACTERS, char_lengths
+
+
+class Highway(nn.Module):
+    """bilm-tf's highway layer (Srivastava et al. 2015):
+
+        carry = sigmoid(x W_carry + b_carry)
+        transform = relu(x W_transform + b_transform)
+        y = carry * transform + (1 - carry) * x
+
+    (bilm-tf names the gate that multiplies the transform "carry"; we keep its names.)
+    ``linear`` holds [W_transform; W_carry] as one (2 * dim, dim) matrix so that one GEMM computes both.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+        self.linear = nn.Linear(dim, 2 * dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        transform, carry = self.linear(x).split(self.dim, dim=-1)
+        carry = torch.sigmoid(carry)
+        return carry * torch.relu(transform) + (1.0 - carry) * x
+
+
+class CharCNN(nn.Module):
+    """Char CNN token encoder.
+
+    filters: list of [width, n_filters]; activation: "relu" or "tanh" (applied after the max over
+    positions, as bilm-tf does); n_highway highway layers; projection to ``projection_dim``.
+    """
+
+    def __init__(
+        self,
+        filters: Sequence[Sequence[int]],
+        char_dim: int,
+        n_highway: int,
+        projection_dim: int,
+        activation: str = "relu",
+        n_characters: int = N_CHARACTERS,
+        max_characters_per_token: int = MAX_CHARS,
+    ):
+        super().__init__()
+        if activation not in ("relu", "tanh"):
+            raise ValueError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
+        if max_characters_per_token != MAX_CHARS:
+            raise ValueError(
+                f"char_cnn.max_characters_per_token must be {MAX_CHARS} (bilm-tf's), got {max_characters_per_token}"
+            )
+        if n_characters != N_CHARACTERS:
+            raise ValueError(f"char_cnn.n_characters must be {N_CHARACTERS}, got {n_characters}")
+        self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
+        self.activation = activation
+        self.n_filters = sum(n for _, n in self.filters)
+        self.max_width = max(w for w, _ in self.filters)
+        self.projection_dim = projection_dim
+        self.char_embedding = nn.Embedding(n_characters, char_dim, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(char_dim, n, w) for w, n in self.filters)
+        self.highways = nn.ModuleList(Highway(self.n_filters) for _ in range(n_highway))
+        self.projection = nn.Linear(self.n_filters, projection_dim)
+
+    @classmethod
+    def from_options(cls, options: dict) -> "CharCNN":
+        """Build from the ``char_cnn`` section of options.json plus ``lstm.projection_dim``."""
+        c = options["char_cnn"]
+        return cls(
+            filters=c["filters"],
+            char_dim=c["embedding"]["dim"],
+            n_highway=c["n_highway"],
+            projection_dim=options["lstm"]["projection_dim"],
+            activation=c.get("activation", "relu"),
+            n_characters=c.get("n_characters", N_CHARACTERS),
+            max_characters_per_token=c.get("max_characters_per_token", MAX_CHARS),
+        )
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """char_ids (..., 50) int64 -> token vectors (..., projection_dim) float32.
+
+        Exact shortcut: positions past the longest token are padding in every row, and every
+        all-padding window of a filter gives the same value; so the convolutions run only over the
+        first ``max_len + max_width`` positions (capped at 50), which keeps at least one
+        all-padding window whenever the full input had one. The max is unchanged.
+        """
+        lead = char_ids.shape[:-1]
+        flat = char_ids.reshape(-1, char_ids.shape[-1])
+        if flat.shape[0] == 0:
+            return flat.new_zeros((*lead, self.projection_dim), dtype=self.projection.weight.dtype)
+        longest = int(char_lengths(flat).max())
+        keep = min(flat.shape[-1], longest + self.max_width)
+        emb = self.char_embedding(flat[:, :keep]).transpose(1, 2)  # (T, char_dim, keep)
+        pooled = [conv(emb).amax(dim=-1) for conv in self.convs]
+        x = torch.cat(pooled, dim=-1)
+        x = torch.relu(x) if self.activation == "relu" else torch.tanh(x)
+        for highway in self.highways:
+            x = highway(x)
+        x = self.projection(x)
+        return x.reshape(*lead, self.projection_dim)
