@@ -1,0 +1,207 @@
+"""The biLM's two stacked LSTMs (forward LM and backward LM) with cell clipping, a projection of
+the hidden state and projection clipping: bilm-tf's ``tf.nn.rnn_cell.LSTMCell(num_units=dim,
+num_proj=projection_dim, cell_clip, proj_clip, forget_bias=1.0)`` (Peters et al. 2018, section 3.4;
+AllenNLP's ``LstmCellWithProjection``)::
+
+    [i, j, f, o] = [x_t, h_{t-1}] W_0 + B                   (bilm-tf gate order)
+    c_t = sigmoid(f + 1.0) * c_{t-1} + sigmoid(i) * tanh(j)
+    c_t = clip(c_t, -cell_clip, cell_clip)                    (when cell_clip is set and > 0)
+    h_t = clip((sigmoid(o) * tanh(c_t)) W_P_0, -proj_clip, proj_clip)
+
+Layer l > 0 reads layer l - 1's outputs; with ``use_skip_connections`` its output is
+``h_t + input_t`` (residual; layer 0 never has one). The forward LM reads left to right, the
+backward LM right to left within each row's true length; they share nothing.
+
+Parameters (internal gate order i, f, o, j, so the three sigmoid gates are contiguous):
+``w_input[l]`` (2, P, 4C), ``w_state[l]`` (2, P, 4C), ``bias[l]`` (2, 4C) = bilm-tf's ``B``
+WITHOUT TensorFlow's run-time forget bias (1.0 is added to the f part at run time, exactly as
+TF does, so that weights written back are bit-identical), ``w_proj[l]`` (2, C, P).
+Direction 0 is the forward LM (bilm-tf ``RNN_0``), 1 the backward LM (``RNN_1``).
+
+Inputs and outputs are packed time-major (see :mod:`.packing`): (2, N, P), direction first.
+
+Speed (all exact): the input projection of all time steps is one ``baddbmm`` per layer; each
+time step is one ``baddbmm`` for the recurrence and one ``bmm`` for the projection, both
+directions stacked; the active batch shrinks as rows end; without autograd, the gate buffer is
+a reused workspace and the element-wise updates run in place.
+"""
+from typing import List, Optional, Tuple
+
+import torch
+from torch import nn
+
+from .packing import Packing
+
+FORGET_BIAS = 1.0  # bilm-tf's LSTMCell(forget_bias=1.0), added at run time
+# Gate-buffer budget (floats) of one input-projection matmul; longer inputs are done in step chunks.
+WORKSPACE_FLOATS = 1 << 25
+
+State = Tuple[torch.Tensor, torch.Tensor]  # h (L, 2, B, P), c (L, 2, B, C)
+
+
+def _clip(value) -> Optional[float]:
+    return float(value) if value else None
+
+
+class ElmoLstm(nn.Module):
+    """Forward and backward multi-layer LSTMs with projection.
+
+    dim: cells C; projection_dim: P (also the input size); n_layers: L;
+    cell_clip / proj_clip: float, or None / 0 for no clipping; use_skip_connections: residual
+    connections for layers l > 0.
+    """
+
+    def __init__(self, dim: int, projection_dim: int, n_layers: int, cell_clip=None, proj_clip=None,
+                 use_skip_connections: bool = False):
+        super().__init__()
+        self.dim, self.projection_dim, self.n_layers = dim, projection_dim, n_layers
+        self.cell_clip, self.proj_clip = _clip(cell_clip), _clip(proj_clip)
+        self.use_skip_connections = bool(use_skip_connections)
+        C, P = dim, projection_dim
+        self.w_input = nn.ParameterList(nn.Parameter(torch.empty(2, P, 4 * C)) for _ in range(n_layers))
+        self.w_state = nn.ParameterList(nn.Parameter(torch.empty(2, P, 4 * C)) for _ in range(n_layers))
+        self.bias = nn.ParameterList(nn.Parameter(torch.empty(2, 4 * C)) for _ in range(n_layers))
+        self.w_proj = nn.ParameterList(nn.Parameter(torch.empty(2, C, P)) for _ in range(n_layers))
+        self._workspace: Optional[torch.Tensor] = None
+        self.reset_parameters()
+
+    @classmethod
+    def from_options(cls, options: dict) -> "ElmoLstm":
+        o = options["lstm"]
+        return cls(o["dim"], o["projection_dim"], o["n_layers"], o.get("cell_clip"), o.get("proj_clip"),
+                   o.get("use_skip_connections", False))
+
+    def reset_parameters(self, std: float = 0.05) -> None:
+        """Random init: N(0, std^2) weights, zero biases (used before loading or for benchmarks)."""
+        with torch.no_grad():
+            for p in [*self.w_input, *self.w_state, *self.w_proj]:
+                p.normal_(0.0, std)
+            for b in self.bias:
+                b.zero_()
+
+    def zero_state(self, batch: int) -> State:
+        p = self.w_proj[0]
+        L, C, P = self.n_layers, self.dim, self.projection_dim
+        return p.new_zeros(L, 2, batch, P), p.new_zeros(L, 2, batch, C)
+
+    def _gate_bias(self, layer: int) -> torch.Tensor:
+        C = self.dim
+        b = self.bias[layer]
+        return torch.cat([b[:, :C], b[:, C:2 * C] + FORGET_BIAS, b[:, 2 * C:]], dim=1)
+
+    def forward(self, inputs: torch.Tensor, packing: Packing,
+                initial_state: Optional[State] = None) -> Tuple[torch.Tensor, State]:
+        """inputs (2, N, P) float32, packed per direction -> (outputs (L, 2, N, P), final state).
+
+        initial_state / final state: (h (L, 2, B, P), c (L, 2, B, C)) in SORTED row order
+        (``packing.order``); the final state of a row is its state after its last step (a row of
+        length 0 keeps its initial state). Without autograd the fast in-place path runs; with
+        autograd (training) an out-of-place path with the same arithmetic.
+        """
+        B = len(packing.order)
+        h0, c0 = initial_state if initial_state is not None else self.zero_state(B)
+        fast = not (torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()))
+        outputs, h_fin, c_fin = [], [], []
+        x = inputs
+        last = packing.last_rows().to(inputs.device)
+        for layer in range(self.n_layers):
+            run = self._layer_fast if fast else self._layer_autograd
+            out, c = run(layer, x, packing, h0[layer], c0[layer])
+            h_fin.append(self._final_h(out, last, h0[layer]))  # the cell's state: before the residual
+            if self.use_skip_connections and layer > 0:
+                out = out.add_(x) if fast else out + x
+            c_fin.append(c)
+            outputs.append(out)
+            x = out
+        return torch.stack(outputs), (torch.stack(h_fin), torch.stack(c_fin))
+
+    @staticmethod
+    def _final_h(out: torch.Tensor, last: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        ok = last >= 0
+        if bool(ok.all()):
+            return out[:, last]
+        h = h0.clone()
+        h[:, ok] = out[:, last[ok]]
+        return h
+
+    def _gates_workspace(self, n_floats: int, like: torch.Tensor) -> torch.Tensor:
+        ws = self._workspace
+        if (ws is None or ws.numel() < n_floats or ws.dtype != like.dtype or ws.device != like.device
+):
+            with torch.inference_mode(False):  # a normal tensor: usable in and out of inference mode
+                ws = torch.empty(n_floats, dtype=like.dtype, device=like.device)
+            self._workspace = ws
+        return ws
+
+    def _step_chunks(self, packing: Packing) -> List[Tuple[int, int]]:
+        """Step ranges whose gate rows fit the workspace budget (one range for ordinary batches)."""
+        per_row = 2 * 4 * self.dim
+        max_rows = max(WORKSPACE_FLOATS // per_row, packing.batch_sizes[0] if packing.batch_sizes else 1)
+        chunks, start = [], 0
+        offs = packing.offsets
+        for s in range(len(packing.batch_sizes)):
+            if offs[s + 1] - offs[start] > max_rows:
+                chunks.append((start, s))
+                start = s
+        if packing.batch_sizes:
+            chunks.append((start, len(packing.batch_sizes)))
+        return chunks
+
+    def _layer_fast(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+                    c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        C, P = self.dim, self.projection_dim
+        w_in, w_state, w_proj = self.w_input[layer], self.w_state[layer], self.w_proj[layer]
+        bias = self._gate_bias(layer).unsqueeze(1)
+        out = x.new_empty(2, pk.n_packed, P)
+        c = c0.clone()
+        h_prev = h0
+        offs, sizes = pk.offsets, pk.batch_sizes
+        chunks = self._step_chunks(pk)
+        rows = max((offs[b] - offs[a] for a, b in chunks), default=0)
+        ws = self._gates_workspace(2 * rows * 4 * C, x)
+        cc, pc = self.cell_clip, self.proj_clip
+        for a, b in chunks:
+            r0, r1 = offs[a], offs[b]
+            gates = ws[: 2 * (r1 - r0) * 4 * C].view(2, r1 - r0, 4 * C)
+            torch.baddbmm(bias, x[:, r0:r1], w_in, out=gates)  # input projection of all steps at once
+            for s in range(a, b):
+                n = sizes[s]
+                g = gates[:, offs[s] - r0: offs[s + 1] - r0]
+                g.baddbmm_(h_prev[:, :n], w_state)
+                sig = g[:, :, : 3 * C].sigmoid_()
+                j = g[:, :, 3 * C:].tanh_()
+                cs = c[:, :n]
+                cs.mul_(sig[:, :, C: 2 * C]).addcmul_(sig[:, :, :C], j)
+                if cc is not None:
+                    cs.clamp_(-cc, cc)
+                m = torch.tanh(cs, out=j).mul_(sig[:, :, 2 * C:])
+                h = out[:, offs[s]: offs[s + 1]]
+                torch.bmm(m, w_proj, out=h)
+                if pc is not None:
+                    h.clamp_(-pc, pc)
+                h_prev = h
+        return out, c
+
+    def _layer_autograd(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+                        c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        C = self.dim
+        w_in, w_state, w_proj = self.w_input[layer], self.w_state[layer], self.w_proj[layer]
+        gates_all = torch.baddbmm(self._gate_bias(layer).unsqueeze(1), x, w_in)
+        h, c = h0, c0
+        hs = []
+        offs, sizes = pk.offsets, pk.batch_sizes
+        for s, n in enumerate(sizes):
+            g = torch.baddbmm(gates_all[:, offs[s]: offs[s + 1]], h[:, :n], w_state)
+            sig = torch.sigmoid(g[:, :, : 3 * C])
+            j = torch.tanh(g[:, :, 3 * C:])
+            c_new = sig[:, :, C: 2 * C] * c[:, :n] + sig[:, :, :C] * j
+            if self.cell_clip is not None:
+                c_new = c_new.clamp(-self.cell_clip, self.cell_clip)
+            h_new = torch.bmm(sig[:, :, 2 * C:] * torch.tanh(c_new), w_proj)
+            if self.proj_clip is not None:
+                h_new = h_new.clamp(-self.proj_clip, self.proj_clip)
+            hs.append(h_new)
+            h = torch.cat([h_new, h[:, n:]], dim=1)
+            c = torch.cat([c_new, c[:, n:]], dim=1)
+        out = torch.cat(hs, dim=1) if hs else x.new_zeros(2, 0, self.projection_dim)
+        return out, c

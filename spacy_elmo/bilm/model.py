@@ -1,0 +1,253 @@
+"""The ELMo biLM (Peters et al. 2018, section 3): char CNN token encoder + forward and backward
+LSTM language models, with the weights of bilm-tf / AllenNLP.
+
+Outputs follow AllenNLP's ``_ElmoBiLm``: layer 0 is the char-CNN token vector duplicated
+``[x; x]``; layer l = 1..L is LSTM layer l's output ``[forward; backward]`` (after the residual
+add when ``use_skip_connections``). ``<S>`` / ``</S>`` are added around every sentence for the
+LSTMs and removed from the outputs.
+"""
+import os
+from typing import List, NamedTuple, Optional, Sequence
+
+import numpy
+import torch
+from torch import nn
+
+from .char_cnn import CharCNN
+from .chars import BOS_IDS, EOS_IDS, char_lengths, tokens_to_char_array
+from .lstm import ElmoLstm
+from .options import check_options, read_options, write_options
+from .packing import pack
+from .weights import from_state_dict, read_weights, to_state_dict, write_weights
+
+# Tokens per char-CNN call in embed_tokens (tokens are sorted by length first; exact either way).
+CHAR_CHUNK = 1024
+
+
+class BiLMOutput(NamedTuple):
+    """layers: float32 (num_layers + 1, batch, max_len, 2 * projection_dim), zero at padding;
+    mask: bool (batch, max_len), True at real tokens."""
+
+    layers: torch.Tensor
+    mask: torch.Tensor
+
+
+class BiLM(nn.Module):
+    """ELMo biLM. ``BiLM(options)`` builds a randomly initialised model from an options dict
+    (see :mod:`.options`); :meth:`from_files` loads bilm-tf / AllenNLP files.
+
+    Stateless by default: a sentence's vectors do not depend on the rest of the batch or on
+    earlier calls. With ``stateful=True``, :meth:`forward` starts each row's LSTMs from the final
+    state of the same row in the previous call (bilm-tf / AllenNLP behaviour; rows beyond the
+    stored batch start from zeros, stored rows beyond the current batch are kept) until
+    :meth:`reset_states`. :meth:`embed_sentences` is always stateless.
+
+    Parameters are frozen (``requires_grad=False``); call ``requires_grad_(True)`` to train, which
+    makes :meth:`forward` use the (slower) autograd-friendly LSTM path. The module is in eval mode.
+    Attributes: ``options`` (checked dict), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
+    """
+
+    def __init__(self, options: dict, stateful: bool = False):
+        super().__init__()
+        self.options = check_options(options)
+        self.char_cnn = CharCNN.from_options(self.options)
+        self.lstm = ElmoLstm.from_options(self.options)
+        self.num_layers = self.lstm.n_layers
+        self.projection_dim = self.lstm.projection_dim
+        self.output_dim = 2 * self.projection_dim
+        self.stateful = stateful
+        self._state = None  # (h (L, 2, B, P), c (L, 2, B, C)), original row order
+        self.requires_grad_(False)
+        self.eval()
+
+    @classmethod
+    def from_files(cls, options_file, weight_file, stateful: bool = False) -> "BiLM":
+        """Load ``options.json`` and a bilm-tf/AllenNLP ``weights.hdf5`` (float32 or float16).
+
+        Raises :class:`~.errors.ElmoWeightsError` (a ValueError) naming the file and dataset for a
+        missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
+        or bad options.
+        """
+        options = read_options(options_file)
+        arrays = read_weights(weight_file, options)
+        bilm = cls(options, stateful=stateful)
+        sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, bilm.options).items()}
+        bilm.load_state_dict(sd, strict=True)
+        return bilm
+
+    def save(self, directory) -> None:
+        """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``."""
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        sd = {k: v.detach().cpu().float().numpy() for k, v in self.state_dict().items()}
+        write_options(self.options, os.path.join(directory, "options.json"))
+        write_weights(os.path.join(directory, "weights.hdf5"), from_state_dict(sd, self.options))
+
+    def reset_states(self) -> None:
+        """Forget the carried LSTM state (stateful mode)."""
+        self._state = None
+
+    # ----------------------------------------------------------------------------------------
+    def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """Char-CNN token vectors: char ids (U, 50) int64 -> (U, projection_dim) float32.
+
+        Context-independent (layer 0 before duplication). Rows are run in chunks of similar
+        length so the CNN skips most padding positions; the result is exact and in input order.
+        """
+        n = char_ids.shape[0]
+        if n <= CHAR_CHUNK:
+            return self.char_cnn(char_ids)
+        order = torch.argsort(char_lengths(char_ids), stable=True)
+        out = self.char_cnn.projection.weight.new_empty(n, self.projection_dim)
+        for start in range(0, n, CHAR_CHUNK):
+            rows = order[start: start + CHAR_CHUNK]
+            out[rows] = self.char_cnn(char_ids[rows])
+        return out
+
+    def _boundary_vectors(self, like: torch.Tensor) -> torch.Tensor:
+        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(like.device)
+        return self.char_cnn(ids)
+
+    def forward(self, char_ids: Optional[torch.Tensor] = None, *, token_vectors: Optional[torch.Tensor] = None,
+                mask: Optional[torch.Tensor] = None) -> BiLMOutput:
+        """Run the biLM on a batch.
+
+        Either ``char_ids`` (batch, max_len, 50) int64 from :func:`~.chars.batch_to_ids` (rows of
+        zeros = padding; each distinct token goes through the char CNN once), or precomputed
+        char-CNN vectors ``token_vectors`` (batch, max_len, projection_dim) float32 with ``mask``
+        (batch, max_len) bool. Padding must come after a sentence's tokens. Returns
+        :class:`BiLMOutput`. Raises ValueError for bad shapes or non-trailing padding.
+        """
+        if (char_ids is None) == (token_vectors is None):
+            raise ValueError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
+        if char_ids is not None:
+            if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
+                raise ValueError(f"char_ids must have shape (batch, max_len, 50), got {tuple(char_ids.shape)}")
+            mask = (char_ids > 0).any(-1)
+            flat = char_ids[mask]
+            index = torch.full(mask.shape, -1, dtype=torch.long, device=char_ids.device)
+            if flat.shape[0]:
+                uniq, inverse = torch.unique(flat, dim=0, return_inverse=True)
+                table = self.embed_tokens(uniq)
+                index[mask] = inverse
+            else:
+                table = self.char_cnn.projection.weight.new_zeros(0, self.projection_dim)
+        else:
+            if mask is None or token_vectors.dim() != 3 or token_vectors.shape[-1] != self.projection_dim \
+                    or tuple(mask.shape) != tuple(token_vectors.shape[:2]):
+                raise ValueError("token_vectors must be (batch, max_len, projection_dim) with mask (batch, max_len)")
+            mask = mask.bool()
+            table = token_vectors[mask]
+            index = torch.full(mask.shape, -1, dtype=torch.long, device=token_vectors.device)
+            index[mask] = torch.arange(table.shape[0], device=index.device)
+        return self.forward_indexed(table, index)
+
+    def forward_indexed(self, table: torch.Tensor, index: torch.Tensor, stateless: bool = False) -> BiLMOutput:
+        """Run the biLM on de-duplicated token vectors.
+
+        table: (U, projection_dim) float32 char-CNN vectors of the distinct tokens (e.g. from
+        :meth:`embed_tokens`); index: (batch, max_len) int64, ``index[b, t]`` = row of ``table``
+        for token t of sentence b, -1 for padding (after the tokens). ``stateless=True`` ignores
+        and keeps the stored state even in stateful mode. Returns :class:`BiLMOutput`.
+        """
+        if index.dim() != 2:
+            raise ValueError(f"index must be (batch, max_len), got {tuple(index.shape)}")
+        B, T = index.shape
+        mask = index >= 0
+        lengths = mask.sum(1)
+        if not bool((mask == (torch.arange(T, device=index.device) < lengths[:, None])).all()):
+            raise ValueError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
+        P, L = self.projection_dim, self.num_layers
+        full = torch.cat([self._boundary_vectors(table), table])  # row 0 <S>, row 1 </S>, 2 + k token k
+        lens = lengths.cpu().numpy() + 2
+        pk = pack(lens)
+        flat_index = index.reshape(-1).cpu().numpy()
+        dest, inputs_idx = [], []
+        for d in range(2):
+            pos = pk.positions(d)  # position in <S> w_1 .. w_n </S>
+            word = pos - 1
+            inner = (word >= 0) & (word < pk.length - 2)
+            src = numpy.where(pos == 0, 0, 1)
+            src[inner] = 2 + flat_index[pk.row[inner] * T + word[inner]]
+            inputs_idx.append(src)
+            sel = numpy.nonzero(inner)[0]
+            dest.append((torch.from_numpy(sel), torch.from_numpy(pk.row[sel] * T + word[sel])))
+        device = table.device
+        inputs = full[torch.from_numpy(numpy.stack(inputs_idx)).to(device)]  # (2, N, P)
+        use_state = self.stateful and not stateless
+        order = torch.from_numpy(pk.order).to(device)
+        init = self._initial_state(B, order) if use_state else None
+        hidden, (h, c) = self.lstm(inputs, pk, init)  # (L, 2, N, P)
+        if use_state:
+            self._store_state(h, c, order)
+
+        layers = table.new_zeros(L + 1, B * T, 2 * P)
+        tok = full[2 + index[mask]]
+        mflat = mask.reshape(-1)
+        layers[0, mflat, :P] = tok
+        layers[0, mflat, P:] = tok
+        for d, (sel, dst) in enumerate(dest):
+            layers[1:, dst.to(device), d * P:(d + 1) * P] = hidden[:, d, sel.to(device)]
+        return BiLMOutput(layers.view(L + 1, B, T, 2 * P), mask)
+
+    def _initial_state(self, B: int, order: torch.Tensor):
+        h, c = self.lstm.zero_state(B)
+        if self._state is not None:
+            hs, cs = self._state
+            k = min(B, hs.shape[2])
+            h[:, :, :k], c[:, :, :k] = hs[:, :, :k], cs[:, :, :k]
+        return h[:, :, order], c[:, :, order]
+
+    def _store_state(self, h: torch.Tensor, c: torch.Tensor, order: torch.Tensor) -> None:
+        B = h.shape[2]
+        if self._state is not None and self._state[0].shape[2] > B:
+            hs, cs = (t.clone() for t in self._state)
+        else:
+            hs, cs = torch.empty_like(h), torch.empty_like(c)
+        hs[:, :, order], cs[:, :, order] = h, c
+        self._state = (hs.detach(), cs.detach())
+
+    # ----------------------------------------------------------------------------------------
+    def embed_sentences(self, sentences: Sequence[Sequence[str]], batch_size: int = 64) -> List[numpy.ndarray]:
+        """Embed tokenised sentences: list of float32 numpy arrays, one per sentence in input order,
+        each (num_layers + 1, len(sentence), 2 * projection_dim); an empty sentence gives
+        (num_layers + 1, 0, 2 * projection_dim).
+
+        Stateless and exact (the result for a sentence does not depend on the others): every
+        distinct token of the call goes through the char CNN once, sentences are sorted by length
+        into batches of ``batch_size``, under ``torch.inference_mode()``.
+        Raises TypeError if a sentence is a str or a token is not a str.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("embed_sentences expects a list of tokenised sentences (lists of str), got a str")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        L1, D = self.num_layers + 1, self.output_dim
+        vocab = {}
+        token_rows = []
+        for sent in sentences:
+            if isinstance(sent, str):
+                raise TypeError(f"embed_sentences expects each sentence as a list of str tokens, got a str: {sent[:40]!r}")
+            token_rows.append(numpy.fromiter((vocab.setdefault(t, len(vocab)) for t in sent),
+                                             dtype=numpy.int64, count=len(sent)))
+        results: List[Optional[numpy.ndarray]] = [None] * len(token_rows)
+        device = self.char_cnn.projection.weight.device
+        with torch.inference_mode():
+            char_ids = torch.from_numpy(tokens_to_char_array(list(vocab))).to(device)
+            table = self.embed_tokens(char_ids)
+            by_len = sorted(range(len(token_rows)), key=lambda i: -len(token_rows[i]))
+            for i in by_len:
+                if len(token_rows[i]) == 0:
+                    results[i] = numpy.zeros((L1, 0, D), dtype=numpy.float32)
+            nonempty = [i for i in by_len if len(token_rows[i])]
+            for start in range(0, len(nonempty), batch_size):
+                rows = nonempty[start: start + batch_size]
+                T = len(token_rows[rows[0]])
+                index = numpy.full((len(rows), T), -1, dtype=numpy.int64)
+                for k, i in enumerate(rows):
+                    index[k, : len(token_rows[i])] = token_rows[i]
+                out = self.forward_indexed(table, torch.from_numpy(index).to(device), stateless=True)
+                layers = out.layers.cpu().numpy()
+                for k, i in enumerate(rows):
+                    results[i] = numpy.ascontiguousarray(layers[:, k, : len(token_rows[i])])
+        return results

@@ -1,0 +1,167 @@
+"""Read and write ELMo weights in the bilm-tf / AllenNLP HDF5 layout.
+
+Datasets (bilm-tf ``dump_weights``; AllenNLP ``_ElmoCharacterEncoder`` / ``ElmoLstm`` read them)::
+
+    char_embed                                   (261, d)      char ids 1..261 (row 0, "no token", is zeros)
+    CNN/W_cnn_{i}, CNN/b_cnn_{i}                 (1, w_i, d, n_i), (n_i,)
+    CNN_high_{k}/W_{carry,transform}             (F, F)        F = sum(n_i); y = x W + b
+    CNN_high_{k}/b_{carry,transform}             (F,)
+    CNN_proj/W_proj, CNN_proj/b_proj             (F, P), (P,)
+    RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_0    (2P, 4C)  [x; h_prev] -> gates i, j, f, o
+    RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/B      (4C,)     without TF's run-time forget bias 1.0
+    RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0  (C, P)
+
+d = 0 is the forward LM, 1 the backward LM. Float16 files are read as float32; files are written in
+float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset.
+
+The mapping to :class:`~.model.BiLM` parameter names (``to_state_dict`` / ``from_state_dict``):
+conv weight (n, d, w) = ``W_cnn[0].transpose(2, 1, 0)``; highway ``linear.weight`` =
+``[W_transform.T; W_carry.T]``, bias ``[b_transform; b_carry]``; ``projection.weight`` = ``W_proj.T``;
+LSTM ``w_input[l][d]`` = ``W_0[:P]``, ``w_state[l][d]`` = ``W_0[P:]``, ``bias[l][d]`` = ``B``,
+``w_proj[l][d]`` = ``W_P_0``, with gate columns reordered from bilm-tf's (i, j, f, o) to (i, f, o, j).
+"""
+import os
+from typing import Dict, Tuple
+
+import numpy
+
+from .errors import ElmoWeightsError
+
+TF_TO_INTERNAL = (0, 2, 3, 1)  # internal gate k (i, f, o, j) is bilm-tf gate block TF_TO_INTERNAL[k]
+INTERNAL_TO_TF = (0, 3, 1, 2)
+
+
+def lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
+    """Dataset name -> shape expected for ``options`` (checked options, see :mod:`.options`)."""
+    c, l = options["char_cnn"], options["lstm"]
+    d = c["embedding"]["dim"]
+    n_filters = sum(n for _, n in c["filters"])
+    P, C = l["projection_dim"], l["dim"]
+    shapes = {"char_embed": (c["n_characters"] - 1, d)}
+    for i, (w, n) in enumerate(c["filters"]):
+        shapes[f"CNN/W_cnn_{i}"] = (1, w, d, n)
+        shapes[f"CNN/b_cnn_{i}"] = (n,)
+    for k in range(c["n_highway"]):
+        for name in ("carry", "transform"):
+            shapes[f"CNN_high_{k}/W_{name}"] = (n_filters, n_filters)
+            shapes[f"CNN_high_{k}/b_{name}"] = (n_filters,)
+    shapes["CNN_proj/W_proj"] = (n_filters, P)
+    shapes["CNN_proj/b_proj"] = (P,)
+    for direction in range(2):
+        for layer in range(l["n_layers"]):
+            p = lstm_prefix(direction, layer)
+            shapes[f"{p}/W_0"] = (2 * P, 4 * C)
+            shapes[f"{p}/B"] = (4 * C,)
+            shapes[f"{p}/W_P_0"] = (C, P)
+    return shapes
+
+
+def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
+    """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
+
+    Raises ElmoWeightsError: file missing, not HDF5 or truncated; a dataset missing, not numeric,
+    of the wrong shape, or unreadable. Extra datasets are ignored.
+    """
+    import h5py
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ElmoWeightsError(f"{path}: weight file not found", path=path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+    out = {}
+    with f:
+        for name, shape in layout(options).items():
+            try:
+                obj = f.get(name)
+            except (OSError, RuntimeError, KeyError, ValueError) as e:
+                raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                                       path=path, dataset=name) from e
+            if obj is None or not isinstance(obj, h5py.Dataset):
+                raise ElmoWeightsError(f"{path}: dataset {name!r} is missing (expected shape {shape})",
+                                       path=path, dataset=name)
+            if tuple(obj.shape) != shape:
+                raise ElmoWeightsError(
+                    f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but options.json implies {shape}",
+                    path=path, dataset=name)
+            if obj.dtype.kind != "f":
+                raise ElmoWeightsError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
+                                       path=path, dataset=name)
+            try:
+                arr = obj[()]
+            except (OSError, RuntimeError, ValueError) as e:
+                raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                                       path=path, dataset=name) from e
+            out[name] = numpy.ascontiguousarray(arr, dtype=numpy.float32)
+    return out
+
+
+def write_weights(path, arrays: Dict[str, numpy.ndarray]) -> None:
+    """Write ``arrays`` (dataset name -> array) as float32 datasets to a new HDF5 file ``path``."""
+    import h5py
+
+    with h5py.File(os.fspath(path), "w") as f:
+        for name, arr in arrays.items():
+            f.create_dataset(name, data=numpy.asarray(arr, dtype=numpy.float32))
+
+
+def _gate_cols(a: numpy.ndarray, order, C: int) -> numpy.ndarray:
+    return numpy.concatenate([a[..., k * C: (k + 1) * C] for k in order], axis=-1)
+
+
+def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict) -> Dict[str, numpy.ndarray]:
+    """bilm-tf datasets -> BiLM state-dict arrays (see the module docstring for the mapping)."""
+    c, l = options["char_cnn"], options["lstm"]
+    P, C = l["projection_dim"], l["dim"]
+    emb = arrays["char_embed"]
+    sd = {"char_cnn.char_embedding.weight": numpy.concatenate([numpy.zeros_like(emb[:1]), emb])}
+    for i in range(len(c["filters"])):
+        sd[f"char_cnn.convs.{i}.weight"] = numpy.ascontiguousarray(numpy.transpose(arrays[f"CNN/W_cnn_{i}"][0], (2, 1, 0)))
+        sd[f"char_cnn.convs.{i}.bias"] = arrays[f"CNN/b_cnn_{i}"]
+    for k in range(c["n_highway"]):
+        h = f"CNN_high_{k}"
+        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate([arrays[f"{h}/W_transform"].T, arrays[f"{h}/W_carry"].T])
+        sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([arrays[f"{h}/b_transform"], arrays[f"{h}/b_carry"]])
+    sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(arrays["CNN_proj/W_proj"].T)
+    sd["char_cnn.projection.bias"] = arrays["CNN_proj/b_proj"]
+    for layer in range(l["n_layers"]):
+        w0 = [_gate_cols(arrays[f"{lstm_prefix(d, layer)}/W_0"], TF_TO_INTERNAL, C) for d in range(2)]
+        sd[f"lstm.w_input.{layer}"] = numpy.stack([w[:P] for w in w0])
+        sd[f"lstm.w_state.{layer}"] = numpy.stack([w[P:] for w in w0])
+        sd[f"lstm.bias.{layer}"] = numpy.stack(
+            [_gate_cols(arrays[f"{lstm_prefix(d, layer)}/B"], TF_TO_INTERNAL, C) for d in range(2)])
+        sd[f"lstm.w_proj.{layer}"] = numpy.stack([arrays[f"{lstm_prefix(d, layer)}/W_P_0"] for d in range(2)])
+    return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in sd.items()}
+
+
+def from_state_dict(sd: Dict[str, numpy.ndarray], options: dict) -> Dict[str, numpy.ndarray]:
+    """BiLM state-dict arrays -> bilm-tf datasets (the inverse of :func:`to_state_dict`, exact)."""
+    c, l = options["char_cnn"], options["lstm"]
+    C = l["dim"]
+    out = {"char_embed": sd["char_cnn.char_embedding.weight"][1:]}
+    for i in range(len(c["filters"])):
+        out[f"CNN/W_cnn_{i}"] = numpy.transpose(sd[f"char_cnn.convs.{i}.weight"], (2, 1, 0))[None]
+        out[f"CNN/b_cnn_{i}"] = sd[f"char_cnn.convs.{i}.bias"]
+    F = sum(n for _, n in c["filters"])
+    for k in range(c["n_highway"]):
+        w, b = sd[f"char_cnn.highways.{k}.linear.weight"], sd[f"char_cnn.highways.{k}.linear.bias"]
+        out[f"CNN_high_{k}/W_carry"] = w[F:].T
+        out[f"CNN_high_{k}/W_transform"] = w[:F].T
+        out[f"CNN_high_{k}/b_carry"] = b[F:]
+        out[f"CNN_high_{k}/b_transform"] = b[:F]
+    out["CNN_proj/W_proj"] = sd["char_cnn.projection.weight"].T
+    out["CNN_proj/b_proj"] = sd["char_cnn.projection.bias"]
+    for d in range(2):
+        for layer in range(l["n_layers"]):
+            p = lstm_prefix(d, layer)
+            w0 = numpy.concatenate([sd[f"lstm.w_input.{layer}"][d], sd[f"lstm.w_state.{layer}"][d]])
+            out[f"{p}/W_0"] = _gate_cols(w0, INTERNAL_TO_TF, C)
+            out[f"{p}/B"] = _gate_cols(sd[f"lstm.bias.{layer}"][d], INTERNAL_TO_TF, C)
+            out[f"{p}/W_P_0"] = sd[f"lstm.w_proj.{layer}"][d]
+    return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in out.items()}
