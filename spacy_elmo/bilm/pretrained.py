@@ -1,0 +1,42 @@
+"""Models shipped inside the package (no download): names -> directories.
+
+A packaged model is a folder ``spacy_elmo/models/<name>/`` holding at least ``options.json`` and
+``weights.hdf5`` (plus ``meta.json``, ``vocab.txt``, ``lm_head.hdf5`` and the attribution of its
+training text when it was trained with ``python -m spacy_elmo pretrain``).
+"""
+import os
+from pathlib import Path
+from typing import List, Tuple
+
+DEFAULT_MODEL = "en_elmo_small"
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+
+
+def available() -> List[str]:
+    """Names of the packaged models."""
+    if not MODELS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in MODELS_DIR.iterdir() if (p / "options.json").is_file())
+
+
+def resolve(name_or_path: str) -> str:
+    """Directory of a packaged model name, or name_or_path itself if it is a directory.
+
+    Raises FileNotFoundError listing the packaged names when neither exists.
+    """
+    name_or_path = os.fspath(name_or_path)
+    if os.path.isdir(name_or_path):
+        return name_or_path
+    candidate = MODELS_DIR / name_or_path
+    if (candidate / "options.json").is_file():
+        return str(candidate)
+    raise FileNotFoundError(
+        f"No ELMo model named or found at {name_or_path!r}: packaged models are {available()}; "
+        "otherwise pass a directory with options.json + weights.hdf5"
+    )
+
+
+def model_files(name_or_path: str) -> Tuple[str, str]:
+    """(options.json path, weights.hdf5 path) of a packaged model name or model directory."""
+    directory = resolve(name_or_path)
+    return os.path.join(directory, "options.json"), os.path.join(directory, "weights.hdf5")
