@@ -127,10 +127,14 @@ def pretrain(
     resume: bool = False,
     progress: bool = True,
     command: Optional[List[str]] = None,
+    stop_after: Optional[int] = None,
 ) -> dict:
     """Train a biLM; returns the final meta dict. Writes into output_dir:
     ``config.cfg``, ``corpus/`` (tokenised cache), ``checkpoint.pt`` (for --resume) and ``model/``
     (options.json + weights.hdf5 + lm_head.hdf5 + vocab.txt + meta.json), refreshed at every checkpoint.
+
+    ``stop_after`` ends the run after that many steps as an interruption would (checkpoint, no final
+    evaluation), without changing the learning-rate schedule; ``resume`` then continues exactly.
 
     Raises FileExistsError if output_dir has a checkpoint and resume is False; FileNotFoundError if
     resume is True and there is none.
@@ -253,6 +257,11 @@ def pretrain(
                     raise StopIteration
                 if stop["signal"] is not None:
                     raise KeyboardInterrupt
+                if stop_after is not None and state["step"] >= stop_after:
+                    if bar is not None:
+                        bar.close()
+                    checkpoint()
+                    return meta()
                 t0 = time.time()
                 batch = make_batch(train, batches[state["batch"]], char_table, type_to_word)
                 result = lm(**batch)

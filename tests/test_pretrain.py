@@ -1,0 +1,142 @@
+"""Pretraining on a tiny corpus: learning, exact resume, export, perplexity, bad inputs."""
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy
+import pytest
+import torch
+
+from spacy_elmo.pretrain.corpus import CorpusError, read_lines, resolve_paths
+from spacy_elmo.pretrain.export import load_model
+from spacy_elmo.pretrain.train import pretrain
+
+SENTENCES = [
+    "The cat sat on the mat .",
+    "A dog sat on the rug .",
+    "The bank raised its interest rates .",
+    "We walked along the river bank .",
+    "She reads a book every night .",
+    "He wrote a long letter to his friend .",
+    "The children played in the park after school .",
+    "Prices rose sharply in the second quarter .",
+]
+
+TINY = {
+    "model.lstm_dim": 32,
+    "model.projection_dim": 8,
+    "model.filters": [[1, 8], [2, 8], [3, 16]],
+    "model.char_dim": 4,
+    "model.dropout": 0.0,
+    "vocab.size": 200,
+    "vocab.min_count": 1,
+    "softmax.cutoffs": [20, 60],
+    "training.tokens_per_batch": 200,
+    "training.learning_rate": 0.01,
+    "training.warmup_steps": 0,
+    "training.eval_every_steps": 10,
+    "training.checkpoint_minutes": 1000,
+    "training.threads": 1,
+    "corpus.block_lines": 10,
+    "corpus.heldout_every": 5,
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "text.txt.gz"
+    rng = numpy.random.default_rng(0)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for i in range(400):
+            f.write(SENTENCES[rng.integers(len(SENTENCES))] + "\n")
+    return str(path)
+
+
+def _overrides(corpus, **extra):
+    out = dict(TINY)
+    out["corpus.paths"] = [corpus]
+    out.update(extra)
+    return out
+
+
+def test_loss_goes_down_and_export_loads(corpus, tmp_path):
+    meta = pretrain(str(tmp_path / "run"), overrides=_overrides(corpus, **{"training.max_steps": 60}), progress=False)
+    history = meta["history"]
+    assert len(history) == 6
+    assert history[-1]["perplexity"] < 0.75 * history[0]["perplexity"]
+    assert history[-1]["perplexity"] < 30  # vocabulary: ~40 words
+    assert meta["heldout"]["full_heldout"] is True
+    assert meta["training"]["steps"] == 60
+    model_dir = tmp_path / "run" / "model"
+    for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt", "meta.json"):
+        assert (model_dir / name).is_file()
+    options = json.loads((model_dir / "options.json").read_text())
+    assert options["lstm"]["cell_clip"] is None and options["lstm"]["proj_clip"] is None
+    # the exported files rebuild the same LM: same held-out perplexity
+    from spacy_elmo.pretrain.perplexity import perplexity
+
+    heldout_file = tmp_path / "heldout.txt"
+    heldout_file.write_text("\n".join(SENTENCES) + "\n")
+    result = perplexity(str(model_dir), str(heldout_file))
+    assert result["tokens"] == sum(len(s.split()) + 1 for s in SENTENCES)
+    assert 1.0 < result["perplexity"] < history[0]["perplexity"]
+    assert result["perplexity"] == pytest.approx(
+        numpy.sqrt(result["forward"] * result["backward"]), rel=1e-6
+    )
+
+
+def test_resume_equals_uninterrupted(corpus, tmp_path):
+    steps = {"training.max_steps": 16, "training.eval_every_steps": 0}
+    pretrain(str(tmp_path / "a"), overrides=_overrides(corpus, **steps), progress=False)
+    pretrain(str(tmp_path / "b"), overrides=_overrides(corpus, **steps), progress=False, stop_after=7)
+    ckpt = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)
+    assert ckpt["state"]["step"] == 7
+    pretrain(str(tmp_path / "b"), resume=True, progress=False)
+    a = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=False)
+    b = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)
+    assert a["state"]["step"] == b["state"]["step"] == 16
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+
+
+def test_refuses_to_overwrite_and_resume_without_checkpoint(corpus, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        pretrain(str(tmp_path / "none"), resume=True, progress=False)
+    pretrain(str(tmp_path / "x"), overrides=_overrides(corpus, **{"training.max_steps": 1}), progress=False)
+    with pytest.raises(FileExistsError, match="--resume"):
+        pretrain(str(tmp_path / "x"), overrides=_overrides(corpus), progress=False)
+
+
+def test_bad_corpus_files(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(CorpusError, match="contains no text"):
+        list(read_lines(str(empty)))
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(CorpusError, match="binary|not UTF-8"):
+        list(read_lines(str(binary)))
+    with pytest.raises(CorpusError, match="not found"):
+        resolve_paths([str(tmp_path / "missing.txt")])
+    with pytest.raises(CorpusError, match="No file matches"):
+        resolve_paths([str(tmp_path / "*.nothing")])
+    with pytest.raises(CorpusError, match="contains no text"):
+        pretrain(str(tmp_path / "run"), overrides={"corpus.paths": [str(empty)]}, progress=False)
+
+
+def test_cli_errors_and_perplexity_json(tmp_path):
+    missing = tmp_path / "missing.txt"
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"), f"--corpus.paths", json.dumps([str(missing)])],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2
+    assert "Corpus file not found" in proc.stderr and str(missing) in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "spacy_elmo", "init-config"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "[training]" in proc.stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "perplexity", str(tmp_path), str(missing), "--json"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2 and "error:" in proc.stderr
