@@ -1,2 +1,32 @@
-"""spacy-elmo: ELMo contextual word vectors (Peters et al. 2018) for spaCy v3."""
+"""spacy-elmo: ELMo contextual word vectors (Peters et al. 2018) for spaCy v3.
+
+``import spacy_elmo`` is light (no torch/spaCy import); the names below load on first access:
+``ScalarMix``, ``ElmoListener``, ``ElmoData``, ``ElmoComponent``, ``ElmoConfigError``,
+``learned_mixes``, ``format_mixes`` (from :mod:`spacy_elmo.pipeline`), ``BiLM``, ``batch_to_ids``
+(from :mod:`spacy_elmo.bilm`) and ``DEFAULT_MODEL`` (the packaged default biLM's name).
+spaCy finds the ``elmo`` factory and the ``spacy_elmo.*`` architectures through entry points.
+"""
 __version__ = "0.1.0"
+
+_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "learned_mixes",
+             "format_mixes", "Mix")
+_BILM = ("BiLM", "batch_to_ids")
+
+
+def __getattr__(name):
+    if name in _PIPELINE:
+        from . import pipeline
+
+        return getattr(pipeline, name)
+    if name == "DEFAULT_MODEL":
+        from .bilm.pretrained import DEFAULT_MODEL
+
+        return DEFAULT_MODEL
+    if name in _BILM:
+        from . import bilm
+
+        return getattr(bilm, name)
+    raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
+
+
+__all__ = ["DEFAULT_MODEL", *_PIPELINE, *_BILM]

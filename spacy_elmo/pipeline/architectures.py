@@ -1,0 +1,109 @@
+"""Registered architectures (``[... .model] @architectures = "spacy_elmo...."``).
+
+- ``spacy_elmo.ScalarMix.v1``: the scalar mix layer alone.
+- ``spacy_elmo.ElmoListener.v1``: tok2vec for a component that listens to an ``elmo`` component.
+- ``spacy_elmo.Elmo.v1``: tok2vec with its own biLM (single-component pipelines).
+- ``spacy_elmo.ElmoConcat.v1``: ELMo concatenated with the task's own token vectors and
+  projected, to use as the ``embed`` of ``spacy.Tok2Vec.v2`` (how Peters et al. 2018 use ELMo).
+The ELMo readout is: scalar mix (eq. 1 of the paper) -> dropout (if > 0) -> Linear projection to
+``width`` (if given; else the output width is the biLM's dim = 2 * projection_dim).
+"""
+from typing import List, Optional
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Dropout, Linear, Maxout, Model, chain, concatenate, with_array
+from thinc.types import Floats2d, Floats3d
+
+from ..bilm.pretrained import DEFAULT_MODEL
+from .layers.bilm_layer import BiLMLayer
+from .layers.doc_layers import DocLayers
+from .layers.listener import ElmoListener
+from .layers.scalar_mix import ScalarMix
+
+
+@registry.architectures("spacy_elmo.ScalarMix.v1")
+def scalar_mix_v1(initial_weights: Optional[List[float]] = None, gamma: float = 1.0, trainable: bool = True,
+                  layer_norm: bool = False) -> Model[List[Floats3d], List[Floats2d]]:
+    """See :func:`.layers.scalar_mix.ScalarMix`: (nL, n, dim) arrays -> (n, dim) arrays."""
+    return ScalarMix(initial_weights, gamma=gamma, trainable=trainable, layer_norm=layer_norm)
+
+
+def elmo_readout(mix: Optional[Model], initial_weights: Optional[List[float]], trainable: bool, layer_norm: bool,
+                 dropout: float, width: Optional[int]) -> Model[List[Floats3d], List[Floats2d]]:
+    """Scalar mix -> dropout -> optional Linear(width). ``mix`` replaces the ScalarMix built from
+    the other options (ValueError if both are given)."""
+    if mix is not None and (initial_weights is not None or not trainable or layer_norm):
+        raise ValueError("give either a mix model or initial_weights/trainable/layer_norm, not both")
+    if width is not None and width < 1:
+        raise ValueError(f"width must be >= 1 or null, got {width}")
+    layers = [mix if mix is not None else ScalarMix(initial_weights, trainable=trainable, layer_norm=layer_norm)]
+    if dropout:
+        layers.append(Dropout(dropout))
+    if width:
+        layers.append(with_array(Linear(nO=width)))
+    if len(layers) == 1:
+        return layers[0]
+    model = chain(*layers)
+    model.set_ref("mix", layers[0])
+    return model
+
+
+@registry.architectures("spacy_elmo.ElmoListener.v1")
+def elmo_listener_v1(upstream: str = "*", grad_factor: float = 0.0, mix: Optional[Model] = None,
+                     initial_weights: Optional[List[float]] = None, trainable: bool = True, layer_norm: bool = False,
+                     dropout: float = 0.0, width: Optional[int] = None) -> Model[List[Doc], List[Floats2d]]:
+    """Tok2vec that reads the biLM layers of an upstream ``elmo`` component (``upstream``: its
+    name or "*") and mixes them with its own ScalarMix, so each component learns its own layer
+    weights. ``grad_factor`` > 0 fine-tunes the shared biLM through this component (scaled
+    gradient); 0 keeps it frozen. Output: float32 (len(doc), width or dim) per Doc.
+    """
+    listener = ElmoListener(upstream, grad_factor)
+    model = chain(listener, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
+    model.set_ref("listener", listener)
+    return model
+
+
+@registry.architectures("spacy_elmo.Elmo.v1")
+def elmo_v1(model: str = DEFAULT_MODEL, options_path: Optional[str] = None, weights_path: Optional[str] = None,
+            max_tokens: int = 128, batch_size: int = 64, cache_size: int = 50000, grad_factor: float = 0.0,
+            mix: Optional[Model] = None, initial_weights: Optional[List[float]] = None, trainable: bool = True,
+            layer_norm: bool = False, dropout: float = 0.0,
+            width: Optional[int] = None) -> Model[List[Doc], List[Floats2d]]:
+    """Tok2vec with its own biLM: Doc -> sentences/windows (``max_tokens``) -> biLM -> ScalarMix
+    -> dropout -> Linear(width). The biLM is loaded on initialize from ``model`` (packaged name or
+    directory) or ``options_path`` + ``weights_path``, and saved inside the component's model.
+    Frozen unless ``grad_factor > 0``; frozen training caches up to ``cache_size`` tokens of layers.
+    Output: float32 (len(doc), width or dim) per Doc.
+    """
+    bilm = BiLMLayer(model, options_path, weights_path, where="[spacy_elmo.Elmo.v1]", batch_size=batch_size,
+                     cache_size=cache_size, finetune=grad_factor > 0)
+    layers = DocLayers(bilm, max_tokens)
+    steps = [layers] + ([_scale_grad(grad_factor)] if grad_factor not in (0, 1) else [])
+    out = chain(*steps, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
+    out.set_ref("bilm", bilm)
+    return out
+
+
+@registry.architectures("spacy_elmo.ElmoConcat.v1")
+def elmo_concat_v1(elmo: Model[List[Doc], List[Floats2d]], embed: Model[List[Doc], List[Floats2d]], width: int,
+                   maxout_pieces: int = 3, dropout: float = 0.0) -> Model[List[Doc], List[Floats2d]]:
+    """[ELMo; task embedding] per token -> Maxout(width, pieces, layer-normalised) (as spaCy's
+    MultiHashEmbed mixes its features). Use as ``embed`` of ``spacy.Tok2Vec.v2`` with an encoder of
+    the same ``width``. Output: float32 (len(doc), width) per Doc."""
+    project = with_array(Maxout(nO=width, nP=maxout_pieces, normalize=True, dropout=dropout or None))
+    model = chain(concatenate(elmo, embed), project)
+    model.set_dim("nO", width)
+    model.set_ref("elmo", elmo)
+    model.set_ref("embed", embed)
+    return model
+
+
+def _scale_grad(factor: float) -> Model:
+    """Identity whose backprop multiplies the gradients (a list of arrays) by ``factor``."""
+    return Model("scale_grad", _scale_grad_forward, attrs={"factor": float(factor)})
+
+
+def _scale_grad_forward(model: Model, X, is_train: bool):
+    factor = model.attrs["factor"]
+    return X, lambda dX: [d * factor for d in dX]

@@ -1,0 +1,222 @@
+"""The ``elmo`` pipeline component (factory ``"elmo"``): runs the biLM and stores its layers on
+the Doc (``doc._.elmo``), and feeds them to downstream ``spacy_elmo.ElmoListener.v1`` layers
+during training (the spaCy ``Tok2Vec`` / spacy-transformers ``Transformer`` pattern).
+
+    nlp.add_pipe("elmo")                                    # packaged default model
+    nlp.add_pipe("elmo", config={"options_path": "...options.json", "weights_path": "...weights.hdf5"})
+
+The biLM is loaded on ``nlp.initialize()`` or first use (so ``spacy.load`` reads it from the saved
+pipeline, not from the original paths); a missing or malformed file raises
+:class:`~.loading.ElmoConfigError` naming the config key and path.
+"""
+from typing import Callable, Dict, Iterable, List, Optional
+
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from spacy.vocab import Vocab
+from thinc.api import Model, Optimizer
+
+from .architectures import DEFAULT_MODEL
+from .data_classes import STORE_KINDS, ElmoData
+from .extensions import install_extensions
+from .layers.bilm_layer import BiLMLayer, get_bilm
+from .layers.doc_layers import DocLayers
+from .layers.listener import ElmoListener
+
+DTYPES = ("float32", "float16")
+DEFAULT_CONFIG = {"model": DEFAULT_MODEL, "options_path": None, "weights_path": None, "max_tokens": 128,
+                  "batch_size": 64, "store": "all", "dtype": "float32", "cache_size": 50000}
+
+
+@Language.factory("elmo", assigns=["doc._.elmo"], default_config=DEFAULT_CONFIG)
+def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Optional[str],
+              weights_path: Optional[str], max_tokens: int, batch_size: int, store: str, dtype: str,
+              cache_size: int) -> "ElmoComponent":
+    """Config keys:
+    model: packaged model name (``spacy_elmo.DEFAULT_MODEL``) or a directory with options.json +
+        weights.hdf5. options_path / weights_path: files of any official ELMo model; override ``model``.
+    max_tokens: longest piece the biLM reads (window size for Docs without sentence boundaries,
+        and for longer sentences); see :mod:`.segments`.
+    batch_size: sentences per biLM call.
+    store: what goes on ``doc._.elmo``: "all" layers (num_layers + 1, n, dim) (default; required
+        by listeners), "mix" (1, n, dim) uniform average, "top" (1, n, dim) top layer, "none".
+    dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32).
+    cache_size: tokens of biLM layers kept between epochs when training with a frozen biLM (0 = off).
+    """
+    where = f"[components.{name}]"
+    for key, value, allowed in (("store", store, STORE_KINDS), ("dtype", dtype, DTYPES)):
+        if value not in allowed:
+            raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
+    bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size)
+    return ElmoComponent(nlp.vocab, DocLayers(bilm, max_tokens), name=name, store=store, dtype=dtype)
+
+
+class ElmoComponent(TrainablePipe):
+    """Sets ``doc._.elmo`` and serves listeners. ``model``: Model[List[Doc], List[Floats3d]]
+    (:func:`~.layers.doc_layers.DocLayers`) with ref ``"bilm"``."""
+
+    def __init__(self, vocab: Vocab, model: Model, name: str = "elmo", *, store: str = "all",
+                 dtype: str = "float32"):
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.cfg = {"store": store, "dtype": dtype}
+        self.listener_map: Dict[str, List[ElmoListener]] = {}
+        install_extensions()
+
+    # -- listeners (same API as spaCy's Tok2Vec) ---------------------------------------------
+    @property
+    def listeners(self) -> List[ElmoListener]:
+        return [m for c in self.listening_components for m in self.listener_map[c]]
+
+    @property
+    def listening_components(self) -> List[str]:
+        return list(self.listener_map.keys())
+
+    def add_listener(self, listener: ElmoListener, component_name: str) -> None:
+        """Register a listener of ``component_name``. Raises ValueError unless ``store == "all"``
+        (listeners read all layers from the Doc at prediction time)."""
+        if self.cfg["store"] != "all":
+            raise ValueError(f"component {component_name!r} listens to {self.name!r}, which stores "
+                             f"{self.cfg['store']!r}: set [components.{self.name}] store = \"all\"")
+        self.listener_map.setdefault(component_name, [])
+        if listener not in self.listener_map[component_name]:
+            self.listener_map[component_name].append(listener)
+        self._push_dims([listener])
+
+    def remove_listener(self, listener: ElmoListener, component_name: str) -> bool:
+        if listener in self.listener_map.get(component_name, []):
+            self.listener_map[component_name].remove(listener)
+            if not self.listener_map[component_name]:
+                del self.listener_map[component_name]
+            return True
+        return False
+
+    def find_listeners(self, component) -> None:
+        """Add the ElmoListener layers of ``component`` whose upstream is "*" or this name."""
+        if isinstance(getattr(component, "model", None), Model):
+            for node in component.model.walk():
+                if isinstance(node, ElmoListener) and node.upstream_name in ("*", self.name):
+                    self.add_listener(node, component.name)
+
+    def _push_dims(self, listeners: Iterable[ElmoListener]) -> None:
+        if self.model.has_dim("nL"):
+            for listener in listeners:
+                for dim in ("nL", "nO"):
+                    if not listener.has_dim(dim):
+                        listener.set_dim(dim, self.model.get_dim(dim))
+
+    def _load(self) -> None:
+        get_bilm(self.model.get_ref("bilm"))
+        if not self.model.has_dim("nL"):
+            self.model.initialize()
+        self._push_dims(self.listeners)
+
+    # -- prediction ----------------------------------------------------------------------------
+    def predict(self, docs: Iterable[Doc]) -> List:
+        """Float32 arrays (num_layers + 1, len(doc), dim) per Doc, on the current device."""
+        return self.model.predict(list(docs))
+
+    def set_annotations(self, docs: Iterable[Doc], layers: List) -> None:
+        """Set ``doc._.elmo`` per ``store`` and ``dtype`` (nothing for ``store="none"``)."""
+        store, dtype = self.cfg["store"], self.cfg["dtype"]
+        if store == "none":
+            return
+        for doc, arr in zip(docs, layers):
+            if store == "mix":
+                arr = arr.mean(axis=0, keepdims=True)
+            elif store == "top":
+                arr = arr[-1:].copy()
+            doc._.elmo = ElmoData(arr.astype(dtype, copy=False), store)
+
+    # -- training ------------------------------------------------------------------------------
+    def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd: Optional[Optimizer] = None,
+               losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """Run the biLM on the batch and hand the layers to the listeners. No weight update happens
+        here: gradients come back from the listeners (fine-tuning only, ``grad_factor > 0``) and
+        the last one applies them. With every listener at ``grad_factor = 0`` the biLM is frozen,
+        runs without autograd and reuses cached layers for sentences seen before."""
+        if losses is None:
+            losses = {}
+        validate_examples(examples, "ElmoComponent.update")
+        losses.setdefault(self.name, 0.0)
+        listeners = self.listeners
+        if not listeners:
+            return losses
+        docs = [eg.predicted for eg in examples]
+        finetune = any(listener.attrs["grad_factor"] > 0 for listener in listeners)
+        self.model.get_ref("bilm").attrs["finetune"] = finetune
+        outputs, bp_outputs = self.model.begin_update(docs)
+        batch_id = ElmoListener.get_batch_id(docs)
+        if not finetune:
+            for listener in listeners:
+                listener.receive(batch_id, outputs, _ignore_gradient)
+            return losses
+        d_total: List = []
+
+        def accumulate_gradient(d_outputs: Optional[List]) -> None:
+            if d_outputs is None:
+                return
+            for i, d in enumerate(d_outputs):
+                losses[self.name] += float((d ** 2).sum())
+                if i < len(d_total):
+                    d_total[i] = d_total[i] + d
+                else:
+                    d_total.append(d)
+
+        def backprop(d_outputs: Optional[List]) -> List:
+            accumulate_gradient(d_outputs)
+            if d_total:
+                bp_outputs(d_total)
+                if sgd is not None:
+                    self.finish_update(sgd)
+            return []
+
+        for listener in listeners[:-1]:
+            listener.receive(batch_id, outputs, accumulate_gradient)
+        listeners[-1].receive(batch_id, outputs, backprop)
+        return losses
+
+    def get_loss(self, examples, scores) -> None:
+        pass
+
+    def add_label(self, label):
+        raise NotImplementedError
+
+    def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
+        """Load the biLM (ElmoConfigError if its files are missing or malformed), set the
+        listeners' dims, and link the listeners of the components after this one."""
+        self._load()
+        if nlp is not None:
+            names = nlp.pipe_names
+            for name, proc in nlp.pipeline[names.index(self.name) + 1:] if self.name in names else []:
+                self.find_listeners(proc)
+
+    # -- serialization: the biLM weights travel inside the model bytes ---------------------------
+    def to_bytes(self, *, exclude=tuple()) -> bytes:
+        self._load()
+        return super().to_bytes(exclude=exclude)
+
+    def to_disk(self, path, *, exclude=tuple()) -> None:
+        self._load()
+        super().to_disk(path, exclude=exclude)
+
+    def from_bytes(self, bytes_data, *, exclude=tuple()):
+        super().from_bytes(bytes_data, exclude=exclude)
+        self._after_load()
+        return self
+
+    def from_disk(self, path, *, exclude=tuple()):
+        super().from_disk(path, exclude=exclude)
+        self._after_load()
+        return self
+
+    def _after_load(self) -> None:
+        self.model.get_ref("bilm").attrs["cache"].clear()
+        self._push_dims(self.listeners)
+
+
+def _ignore_gradient(d_outputs) -> List:
+    return []

@@ -1,0 +1,1 @@
+"""Thinc layers of the spaCy side: biLM wrapper, Doc -> layers, scalar mix, listener."""

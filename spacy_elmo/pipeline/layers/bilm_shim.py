@@ -1,0 +1,48 @@
+"""The Thinc shim that holds the biLM: lazy loading, device moves and serialization.
+
+The biLM (a :class:`spacy_elmo.bilm.BiLM`) is created on first use from the files named in the
+layer's ``source`` attr (so building a pipeline from a config never touches the files, and
+``spacy.load`` reads the weights from the saved pipeline instead). Serialized as msgpack
+``{"options": dict, "state": {name: float32 numpy}}`` (no pickle), so a pipeline saved on GPU
+loads on CPU and vice versa: weights go to Thinc's current device (``get_torch_default_device``).
+"""
+import srsly
+import torch
+from thinc.api import PyTorchShim
+from thinc.util import get_torch_default_device
+
+
+def serialize_bilm(bilm) -> bytes:
+    if bilm is None:
+        return b""
+    state = {k: v.detach().cpu().float().numpy() for k, v in bilm.state_dict().items()}
+    return srsly.msgpack_dumps({"options": bilm.options, "state": state})
+
+
+def deserialize_bilm(bilm, data: bytes, device):
+    if not data:
+        return bilm
+    from ...bilm import BiLM
+
+    msg = srsly.msgpack_loads(data)
+    new = BiLM(msg["options"])
+    new.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in msg["state"].items()}, strict=True)
+    return new.to(device)
+
+
+class BiLMShim(PyTorchShim):
+    """PyTorchShim whose model may be None until loaded."""
+
+    def __init__(self, bilm=None):
+        super().__init__(bilm, serialize_model=serialize_bilm, deserialize_model=deserialize_bilm)
+
+    @property
+    def bilm(self):
+        return self._model
+
+    def set_bilm(self, bilm) -> None:
+        self._model = bilm.to(get_torch_default_device())
+
+    def to_device(self, device_type: str, device_id: int):
+        if self._model is not None:
+            super().to_device(device_type, device_id)

@@ -1,0 +1,54 @@
+"""Find and load the biLM files named in a config, with errors that name the path and key."""
+import os
+from typing import Optional, Tuple
+
+
+class ElmoConfigError(ValueError):
+    """The biLM named in a config cannot be loaded. The message names the config section and key
+    (``model``, ``options_path`` or ``weights_path``), the path and the reason.
+    Attributes: ``key``, ``path``."""
+
+    def __init__(self, message: str, key: str, path: Optional[str]):
+        super().__init__(message)
+        self.key = key
+        self.path = path
+
+
+def resolve_files(model: Optional[str], options_path: Optional[str], weights_path: Optional[str],
+                  where: str) -> Tuple[Tuple[str, str], Tuple[str, str]]:
+    """((options key, options file), (weights key, weights file)). ``options_path`` /
+    ``weights_path`` win over ``model`` (a packaged model name or a model directory).
+    Raises ElmoConfigError naming ``where`` and the key when a file cannot be found."""
+    from ..bilm.pretrained import model_files
+
+    files = {}
+    if not (options_path and weights_path):
+        try:
+            files = dict(zip(("options_path", "weights_path"), model_files(model or "")))
+        except FileNotFoundError as err:
+            raise ElmoConfigError(f"{where} model = {model!r}: {err}. Or set options_path and "
+                                  "weights_path.", "model", model) from None
+    out = []
+    for key, given in (("options_path", options_path), ("weights_path", weights_path)):
+        path, used_key = (os.fspath(given), key) if given else (files[key], "model")
+        if not os.path.isfile(path):
+            raise ElmoConfigError(f"{where} {used_key}: file not found: {path!r} (the ELMo "
+                                  f"{'options.json' if key == 'options_path' else 'weights.hdf5'})",
+                                  used_key, path)
+        out.append((used_key, path))
+    return out[0], out[1]
+
+
+def load_bilm(model: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str):
+    """Load a :class:`~spacy_elmo.bilm.BiLM` (frozen, eval mode, on CPU).
+    Raises ElmoConfigError (a ValueError) naming the key and path for a missing, unreadable or
+    malformed file (wrapping the biLM's ElmoWeightsError)."""
+    from ..bilm import BiLM, ElmoWeightsError
+
+    (okey, opath), (wkey, wpath) = resolve_files(model, options_path, weights_path, where)
+    try:
+        return BiLM.from_files(opath, wpath)
+    except (ElmoWeightsError, OSError) as err:
+        bad = getattr(err, "path", None)
+        key, path = (okey, opath) if bad and os.path.abspath(bad) == os.path.abspath(opath) else (wkey, wpath)
+        raise ElmoConfigError(f"{where} {key} = {path!r}: cannot load the ELMo biLM: {err}", key, path) from err
