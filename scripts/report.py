@@ -1,0 +1,225 @@
+"""The project's report: a markdown table of dev scores and two PNG plots.
+
+    python scripts/report.py METRICS_DIR REPORT.md PLOTS_DIR [--title TITLE]
+
+Reads, for every run of RUNS that has one, `METRICS_DIR/<run>.json` (`spacy evaluate --output`)
+and `METRICS_DIR/<run>.mixes.json` (scripts/scalar_mixes.py: the learned ELMo layer weights), and
+writes
+- REPORT.md: component, data, config, dev score (UPOS accuracy or NER P/R/F1), words/s; ELMo minus
+  baseline against the project's targets; the learned layer weights s_j and gamma;
+- PLOTS_DIR/dev_scores.png: dev score, baseline vs ELMo, per task;
+- PLOTS_DIR/layer_weights.png: s_0, s_1, s_2 and gamma of each ELMo component side by side.
+Missing runs are left out (and listed), so the report works on part of the runs.
+"""
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Dict, List, Optional
+
+# (run name, component, data, config, task key)
+RUNS = [
+    ("tagger-ewt-base", "tagger", "UD EWT", "baseline", "tagger-ewt"),
+    ("tagger-ewt-elmo", "tagger", "UD EWT", "ELMo", "tagger-ewt"),
+    ("ner-conll-base", "ner", "CoNLL-2003", "baseline", "ner-conll"),
+    ("ner-conll-elmo", "ner", "CoNLL-2003", "ELMo", "ner-conll"),
+    ("ner-wnut-base", "ner", "WNUT-17", "baseline", "ner-wnut"),
+    ("ner-wnut-elmo", "ner", "WNUT-17", "ELMo", "ner-wnut"),
+]
+# task key -> (label of the dev score, metric key, target gain of ELMo over the baseline in points)
+TASKS = {
+    "tagger-ewt": ("UPOS acc", "tag_acc", 0.5),
+    "ner-conll": ("NER F1", "ents_f", 1.0),
+    "ner-wnut": ("NER F1", "ents_f", None),
+}
+
+
+def _read_json(path: Path) -> Optional[Dict]:
+    if not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def load_runs(metrics_dir: Path) -> List[Dict]:
+    runs = []
+    for name, component, data, config, task in RUNS:
+        scores = _read_json(metrics_dir / f"{name}.json")
+        if scores is None:
+            continue
+        runs.append(
+            {
+                "name": name,
+                "component": component,
+                "data": data,
+                "config": config,
+                "task": task,
+                "scores": scores,
+                "mixes": _read_json(metrics_dir / f"{name}.mixes.json"),
+            }
+        )
+    return runs
+
+
+def dev_score(run: Dict) -> Optional[float]:
+    return run["scores"].get(TASKS[run["task"]][1])
+
+
+def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[str]) -> str:
+    lines = [f"# {title}", ""]
+    lines += [
+        "Dev scores from `spacy evaluate` (gold tokenization); words/s is spaCy's evaluation speed",
+        "of the whole pipeline on this machine (for ELMo configs it includes running the biLM).",
+        "",
+        "| Component | Data (dev) | Config | UPOS acc | NER P | NER R | NER F1 | words/s |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for run in runs:
+        s = run["scores"]
+        upos = _pct(s.get("tag_acc")) if run["component"] == "tagger" else ""
+        ner = [_pct(s.get(k)) for k in ("ents_p", "ents_r", "ents_f")] if run["component"] == "ner" else ["", "", ""]
+        speed = s.get("speed")
+        speed = "-" if speed is None else f"{speed:,.0f}"
+        lines.append(f"| {run['component']} | {run['data']} | {run['config']} | {upos} | {' | '.join(ner)} | {speed} |")
+    lines.append("")
+
+    # ELMo minus baseline against the targets
+    gains = []
+    for task, (label, _key, target) in TASKS.items():
+        pair = {r["config"]: r for r in runs if r["task"] == task}
+        if "baseline" in pair and "ELMo" in pair:
+            base, elmo = dev_score(pair["baseline"]), dev_score(pair["ELMo"])
+            if base is None or elmo is None:
+                continue
+            gain = 100 * (elmo - base)
+            verdict = "-" if target is None else ("met" if gain >= target else "not met")
+            target_text = "-" if target is None else f"+{target:.1f}"
+            gains.append(f"| {pair['ELMo']['data']} | {label} | {_pct(base)} | {_pct(elmo)} | {gain:+.2f} | {target_text} | {verdict} |")
+    if gains:
+        lines += [
+            "## ELMo minus baseline (points)",
+            "",
+            "| Data | Score | Baseline | ELMo | Gain | Target | |",
+            "|---|---|---:|---:|---:|---:|---|",
+            *gains,
+            "",
+        ]
+
+    mixed = [(r, c, m) for r in runs if r["mixes"] for c, m in sorted(r["mixes"].items())]
+    if mixed:
+        n_layers = max(len(m["weights"]) for _r, _c, m in mixed)
+        header = " | ".join(f"s_{j}" for j in range(n_layers))
+        lines += [
+            "## Learned ELMo layer weights",
+            "",
+            "Softmax-normalized weights s_j of each component's own scalar mix (layer 0: the",
+            "context-independent char-CNN token layer; 1 and 2: the biLSTM layers) and its scale gamma.",
+            f"Uniform is {1 / n_layers:.3f}.",
+            "",
+            f"| Component | Data | {header} | gamma |",
+            "|---|---|" + "---:|" * (n_layers + 1),
+        ]
+        for run, component, mix in mixed:
+            weights = " | ".join(f"{w:.3f}" for w in mix["weights"])
+            lines.append(f"| {component} | {run['data']} | {weights} | {mix['gamma']:.3f} |")
+        lines.append("")
+
+    if plots:
+        lines += ["## Plots", ""]
+        for caption, path in plots.items():
+            lines += [f"![{caption}]({path})", ""]
+    if missing:
+        lines += ["Runs without metrics (not run yet): " + ", ".join(missing) + ".", ""]
+    return "\n".join(lines)
+
+
+def plot_dev_scores(runs: List[Dict], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [t for t in TASKS if any(r["task"] == t for r in runs)]
+    if not tasks:
+        return False
+    fig, axes = plt.subplots(1, len(tasks), figsize=(max(5.0, 3.6 * len(tasks)), 3.6), squeeze=False)
+    colors = {"baseline": "#999999", "ELMo": "#1f77b4"}
+    for ax, task in zip(axes[0], tasks):
+        pair = [r for r in runs if r["task"] == task]
+        names = [r["config"] for r in pair]
+        values = [100 * (dev_score(r) or 0.0) for r in pair]
+        bars = ax.bar(names, values, color=[colors.get(n, "#ff7f0e") for n in names])
+        for bar, value in zip(bars, values):
+            ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
+        low = min(values)
+        ax.set_ylim(max(0.0, low - max(5.0, 0.3 * (100 - low))), min(100.0, max(values) + 0.15 * (100 - low) + 1))
+        ax.set_title(f"{pair[0]['data']}: {TASKS[task][0]}")
+        ax.set_ylabel("dev score (%)")
+    fig.suptitle("Dev score: spaCy tok2vec baseline vs ELMo")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_layer_weights(runs: List[Dict], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mixed = [(r, c, m) for r in runs if r["mixes"] for c, m in sorted(r["mixes"].items())]
+    if not mixed:
+        return False
+    fig, axes = plt.subplots(1, len(mixed), figsize=(max(5.0, 3.4 * len(mixed)), 3.6), squeeze=False, sharey=True)
+    for ax, (run, component, mix) in zip(axes[0], mixed):
+        weights = mix["weights"]
+        labels = [f"s_{j}" for j in range(len(weights))]
+        bars = ax.bar(labels, weights, color=["#bbbbbb", "#2ca02c", "#d62728", "#9467bd"][: len(weights)])
+        for bar, w in zip(bars, weights):
+            ax.annotate(f"{w:.2f}", (bar.get_x() + bar.get_width() / 2, w), ha="center", va="bottom", fontsize=9)
+        ax.axhline(1 / len(weights), color="k", lw=0.8, ls="--")
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{component} ({run['data']})\ngamma = {mix['gamma']:.2f}", fontsize=10)
+    axes[0][0].set_ylabel("softmax weight (dashed: uniform)")
+    fig.suptitle("Learned ELMo layer weights (softmax) per component")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec") -> str:
+    runs = load_runs(metrics_dir)
+    missing = [name for name, *_ in RUNS if name not in {r["name"] for r in runs}]
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    plots = {}
+    for caption, filename, plot in (
+        ("Dev score, baseline vs ELMo", "dev_scores.png", plot_dev_scores),
+        ("Learned layer weights", "layer_weights.png", plot_layer_weights),
+    ):
+        if plot(runs, plots_dir / filename):
+            rel = os.path.relpath(plots_dir / filename, report_path.parent)
+            plots[caption] = Path(rel).as_posix()
+    text = markdown(runs, title, plots, missing)
+    report_path.write_text(text, encoding="utf-8")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("metrics_dir", type=Path)
+    parser.add_argument("report_path", type=Path)
+    parser.add_argument("plots_dir", type=Path)
+    parser.add_argument("--title", default="spacy-elmo: ELMo vs spaCy's tok2vec")
+    args = parser.parse_args()
+    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title))
+
+
+if __name__ == "__main__":
+    main()
