@@ -263,6 +263,7 @@ def _fake_metrics(directory: Path, with_mixes=True):
 
 
 def test_report_on_fake_metrics(tmp_path):
+    pytest.importorskip("matplotlib")  # in the `project` extra
     report = _script("report")
     _fake_metrics(tmp_path / "metrics")
     text = report.report(tmp_path / "metrics", tmp_path / "metrics" / "report.md", tmp_path / "plots", "T")
@@ -280,6 +281,7 @@ def test_report_on_fake_metrics(tmp_path):
 
 
 def test_report_with_some_runs_missing(tmp_path):
+    pytest.importorskip("matplotlib")
     report = _script("report")
     _fake_metrics(tmp_path / "m", with_mixes=False)
     for f in (tmp_path / "m").glob("ner-*"):
