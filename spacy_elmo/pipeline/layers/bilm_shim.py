@@ -11,6 +11,10 @@ import torch
 from thinc.api import PyTorchShim
 from thinc.util import get_torch_default_device
 
+from .. import threads
+
+threads.register()
+
 
 def serialize_bilm(bilm) -> bytes:
     if bilm is None:
@@ -42,6 +46,17 @@ class BiLMShim(PyTorchShim):
 
     def set_bilm(self, bilm) -> None:
         self._model = bilm.to(get_torch_default_device())
+
+    # Pickle/deepcopy the biLM through its serialized form (no torch module or cached kernels).
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_model"] = serialize_bilm(self._model)
+        return state
+
+    def __setstate__(self, state):
+        data = state.pop("_model")
+        self.__dict__.update(state)
+        self._model = deserialize_bilm(None, data, get_torch_default_device())
 
     def to_device(self, device_type: str, device_id: int):
         if self._model is not None:

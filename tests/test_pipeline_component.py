@@ -1,0 +1,204 @@
+"""The ``elmo`` component: what lands on the Doc, segmentation, storage options, robustness."""
+import os
+import resource
+
+import numpy
+import pytest
+import spacy
+from spacy.tokens import Doc
+
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.pipeline import ElmoConfigError, ElmoData
+
+
+@pytest.fixture(scope="module")
+def files(fixture_dir):
+    return os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5")
+
+
+@pytest.fixture(scope="module")
+def bilm(files):
+    return BiLM.from_files(*files)
+
+
+def make_nlp(files, sentencizer=False, **config):
+    nlp = spacy.blank("en")
+    if sentencizer:
+        nlp.add_pipe("sentencizer")
+    nlp.add_pipe("elmo", config={"options_path": files[0], "weights_path": files[1], **config})
+    return nlp
+
+
+@pytest.fixture(scope="module")
+def nlp(files):
+    return make_nlp(files)
+
+
+def test_layers_on_doc_token_span(nlp, bilm):
+    doc = nlp("The river bank overflowed after heavy rain.")
+    layers = doc._.elmo.layers
+    assert isinstance(doc._.elmo, ElmoData) and isinstance(layers, numpy.ndarray)
+    assert layers.shape == (3, 8, 32) and layers.dtype == numpy.float32
+    assert doc[2]._.elmo.shape == (3, 32) and doc[1:3]._.elmo.shape == (3, 2, 32)
+    numpy.testing.assert_array_equal(doc[2]._.elmo, layers[:, 2])
+    (ref,) = bilm.embed_sentences([[t.text for t in doc]])
+    numpy.testing.assert_allclose(layers, ref, atol=1e-6)
+
+
+def test_sentences_windows_and_whitespace(files, bilm):
+    text = "The cat sat.  It was happy today, wasn't it?\n\nYes."
+    doc = make_nlp(files, sentencizer=True)(text)
+    for sent in doc.sents:
+        words = [t.text for t in sent if not t.is_space]
+        idx = [t.i for t in sent if not t.is_space]
+        (ref,) = bilm.embed_sentences([words])
+        numpy.testing.assert_allclose(doc._.elmo.layers[:, idx], ref, atol=1e-6)
+    space = [t.i for t in doc if t.is_space]
+    assert space and not doc._.elmo.layers[:, space].any()
+    # No sentence boundaries: windows of at most max_tokens, split evenly (10 -> 4 + 3 + 3).
+    doc = make_nlp(files, max_tokens=4)("one two three four five six seven eight nine ten")
+    words = doc.text.split()
+    refs = bilm.embed_sentences([words[:4], words[4:7], words[7:]])
+    numpy.testing.assert_allclose(doc._.elmo.layers, numpy.concatenate(refs, axis=1), atol=1e-6)
+
+
+def test_empty_and_whitespace_only_docs(nlp):
+    assert nlp("")._.elmo.layers.shape == (3, 0, 32)
+    doc = nlp("   \n\n  ")
+    assert doc._.elmo.layers.shape == (3, len(doc), 32) and not doc._.elmo.layers.any()
+    texts = ["A first text.", "", "   ", "And a last one."]
+    docs = list(nlp.pipe(texts, batch_size=4))
+    assert [d._.elmo.layers.shape[1] for d in docs] == [len(d) for d in docs]
+    numpy.testing.assert_allclose(docs[3]._.elmo.layers, nlp(texts[3])._.elmo.layers, atol=1e-6)
+
+
+def test_deterministic_and_batch_invariant(nlp):
+    texts = ["Short.", "A somewhat longer sentence with more words in it.", "", "Mid length one here."] * 5
+    one = list(nlp.pipe(texts, batch_size=1))
+    many = list(nlp.pipe(texts, batch_size=64))
+    for a, b in zip(one, many):
+        # Equal up to float32 rounding of differently sized matrix products.
+        numpy.testing.assert_allclose(a._.elmo.layers, b._.elmo.layers, atol=1e-5)
+    numpy.testing.assert_array_equal(nlp(texts[1])._.elmo.layers, nlp(texts[1])._.elmo.layers)
+
+
+def test_unicode_and_long_tokens(nlp):
+    doc = nlp("I ate 🍕 and 寿司 in 東京 " + "x" * 60 + " 👍🏽!")
+    assert doc._.elmo.layers.shape == (3, len(doc), 32)
+    assert numpy.isfinite(doc._.elmo.layers).all()
+    long_token = [t for t in doc if len(t) == 60][0]
+    assert long_token._.elmo.any()
+
+
+def test_20000_token_doc_bounded(files):
+    nlp = make_nlp(files, max_tokens=128, batch_size=32)
+    bilm_layer = nlp.get_pipe("elmo").model.get_ref("bilm")
+    nlp("warm up")
+    bilm_model = bilm_layer.shims[0].bilm
+    shapes = []
+    original = bilm_model.forward_indexed
+
+    def spy(table, index, stateless=False):
+        shapes.append(tuple(index.shape))
+        return original(table, index, stateless=stateless)
+
+    bilm_model.forward_indexed = spy
+    try:
+        words = ("the quick brown fox jumps over a lazy dog again and again ," * 2000).split()[:20000]
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        doc = nlp(Doc(nlp.vocab, words=words))
+        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    finally:
+        del bilm_model.forward_indexed
+    assert doc._.elmo.layers.shape == (3, 20000, 32) and numpy.isfinite(doc._.elmo.layers).all()
+    assert max(b for b, _ in shapes) <= 32 and max(t for _, t in shapes) <= 128
+    assert grown_mb < 400  # the output itself is 7.7 MB
+
+
+def test_store_and_dtype_options(files):
+    text = "Store only what you need."
+    full = make_nlp(files)(text)._.elmo.layers
+    mix = make_nlp(files, store="mix")(text)._.elmo
+    top = make_nlp(files, store="top")(text)._.elmo
+    assert mix.store == "mix" and mix.layers.shape == (1, 6, 32)
+    numpy.testing.assert_allclose(mix.layers[0], full.mean(axis=0), atol=1e-6)
+    numpy.testing.assert_array_equal(top.layers[0], full[-1])
+    assert make_nlp(files, store="none")(text)._.elmo is None
+    half = make_nlp(files, dtype="float16")(text)
+    assert half._.elmo.layers.dtype == numpy.float16 and half[0]._.elmo.dtype == numpy.float16
+    numpy.testing.assert_allclose(half._.elmo.layers, full, atol=1e-2)
+    with pytest.raises(ValueError, match=r"\[components.elmo\] store = 'some'"):
+        make_nlp(files, store="some")
+    with pytest.raises(ValueError, match="dtype"):
+        make_nlp(files, dtype="int8")
+
+
+def test_mix_readout_on_the_doc(nlp):
+    data = nlp("Mix it.")._.elmo
+    w, gamma = [0.2, 0.8, 1.8], 1.5
+    s = numpy.exp(w) / numpy.exp(w).sum()
+    expected = gamma * numpy.tensordot(s, data.layers, axes=1)
+    numpy.testing.assert_allclose(data.mix(w, gamma), expected, rtol=1e-5)
+    numpy.testing.assert_allclose(data.mix(), data.layers.mean(axis=0), rtol=1e-5)
+    with pytest.raises(ValueError, match="needs 3 weights"):
+        data.mix([1.0, 2.0])
+
+
+def test_listeners_need_all_layers(files):
+    nlp = make_nlp(files, store="top")
+    with pytest.raises(ValueError, match='store = "all"'):
+        nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
+                                                 "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1"}}})
+
+
+def test_clear_errors_for_bad_files(files, tmp_path):
+    missing = str(tmp_path / "nope.hdf5")
+    nlp = make_nlp((files[0], missing))
+    with pytest.raises(ElmoConfigError) as err:
+        nlp.initialize()
+    assert "weights_path" in str(err.value) and missing in str(err.value) and "[components.elmo]" in str(err.value)
+    assert err.value.key == "weights_path" and err.value.path == missing
+    with pytest.raises(ElmoConfigError, match="weights_path"):
+        nlp("first use also loads")
+    not_hdf5 = tmp_path / "weights.hdf5"
+    not_hdf5.write_bytes(b"this is not an HDF5 file")
+    with pytest.raises(ElmoConfigError) as err:
+        make_nlp((files[0], str(not_hdf5))).initialize()
+    assert str(not_hdf5) in str(err.value) and "weights_path" in str(err.value)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "no_such_model"})
+    with pytest.raises(ElmoConfigError, match="model = 'no_such_model'"):
+        nlp.initialize()
+
+
+def test_default_packaged_model():
+    from spacy_elmo.bilm.pretrained import DEFAULT_MODEL, available
+
+    if DEFAULT_MODEL not in available():
+        pytest.skip(f"packaged model {DEFAULT_MODEL} not built yet")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    doc = nlp("The river bank overflowed after heavy rain.")
+    bilm = nlp.get_pipe("elmo").model.get_ref("bilm").shims[0].bilm
+    assert doc._.elmo.layers.shape == (bilm.num_layers + 1, len(doc), bilm.output_dim)
+    assert numpy.isfinite(doc._.elmo.layers).all()
+
+
+def test_gpu(files):
+    pytest.importorskip("cupy", reason="GPU test: needs cupy and a CUDA device")
+    if not spacy.prefer_gpu():
+        pytest.skip("GPU test: no CUDA device")
+    try:
+        nlp = make_nlp(files)
+        doc = nlp("Runs on the GPU.")
+        assert type(doc._.elmo.layers).__module__.startswith("cupy")
+        assert nlp.get_pipe("elmo").model.get_ref("bilm").shims[0].bilm.char_cnn.projection.weight.is_cuda
+        from spacy.tokens import DocBin
+
+        back = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
+        assert isinstance(back._.elmo.layers, numpy.ndarray)
+        numpy.testing.assert_allclose(back._.elmo.layers, doc._.elmo.layers.get(), atol=0)
+    finally:
+        from thinc.api import require_cpu
+
+        require_cpu()
