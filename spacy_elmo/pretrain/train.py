@@ -182,6 +182,9 @@ def pretrain(
         state = ckpt["state"]
         torch.set_rng_state(ckpt["torch_rng"])
         _log(f"Resumed from {ckpt_path} at step {state['step']:,} ({state['tokens']:,} tokens)")
+    state.setdefault("commands", []).append(
+        {"command": command or [], "at_step": state["step"], "threads": torch.get_num_threads()}
+    )
 
     tpb = int(t_cfg["tokens_per_batch"])
     max_tokens = int(t_cfg.get("max_tokens", 0))
@@ -212,9 +215,8 @@ def pretrain(
                 "tokens_seen": state["tokens"],
                 "wall_seconds": round(state["seconds"], 1),
                 "tokens_per_second": round(state["tokens"] / max(state["seconds"], 1e-9), 1),
-                "command": command or [],
+                "commands": state["commands"],
                 "torch": torch.__version__,
-                "threads": torch.get_num_threads(),
             },
             "heldout": final_eval or (state["history"][-1] if state["history"] else None),
             "history": state["history"],
