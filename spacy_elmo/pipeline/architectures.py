@@ -17,7 +17,7 @@ from thinc.types import Floats2d, Floats3d
 
 from ..bilm.pretrained import DEFAULT_MODEL
 from .layers.bilm_layer import BiLMLayer
-from .layers.doc_layers import DocLayers
+from .layers.doc_layers import DocLayers, bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
 
@@ -77,12 +77,21 @@ def elmo_v1(model: str = DEFAULT_MODEL, options_path: Optional[str] = None, weig
     Output: float32 (len(doc), width or dim) per Doc.
     """
     bilm = BiLMLayer(model, options_path, weights_path, where="[spacy_elmo.Elmo.v1]", batch_size=batch_size,
-                     cache_size=cache_size, finetune=grad_factor > 0)
-    layers = DocLayers(bilm, max_tokens)
-    steps = [layers] + ([_scale_grad(grad_factor)] if grad_factor not in (0, 1) else [])
-    out = chain(*steps, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
+                     cache_size=cache_size)
+    layers = elmo_layers_part(DocLayers(bilm, max_tokens), grad_factor)
+    out = chain(layers, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
     out.set_ref("bilm", bilm)
     return out
+
+
+def elmo_layers_part(doc_layers: Model, grad_factor: float) -> Model:
+    """The Docs -> layers part of Elmo.v1 (also what replaces a listener in
+    ``nlp.replace_listeners``): the biLM fine-tunes iff ``grad_factor > 0``, with its gradient
+    scaled by ``grad_factor``."""
+    if grad_factor < 0:
+        raise ValueError(f"grad_factor must be >= 0, got {grad_factor}")
+    bilm_of(doc_layers).attrs["finetune"] = grad_factor > 0
+    return doc_layers if grad_factor in (0, 1) else chain(doc_layers, _scale_grad(grad_factor))
 
 
 @registry.architectures("spacy_elmo.ElmoConcat.v1")

@@ -9,6 +9,7 @@ The biLM is loaded on ``nlp.initialize()`` or first use (so ``spacy.load`` reads
 pipeline, not from the original paths); a missing or malformed file raises
 :class:`~.loading.ElmoConfigError` naming the config key and path.
 """
+from functools import partial
 from typing import Callable, Dict, Iterable, List, Optional
 
 from spacy.language import Language
@@ -22,8 +23,9 @@ from .architectures import DEFAULT_MODEL
 from .data_classes import STORE_KINDS, ElmoData
 from .extensions import install_extensions
 from .layers.bilm_layer import BiLMLayer, get_bilm
-from .layers.doc_layers import DocLayers
+from .layers.doc_layers import DocLayers, bilm_of
 from .layers.listener import ElmoListener
+from .replace import replace_listener, replace_listener_cfg
 
 DTYPES = ("float32", "float16")
 DEFAULT_CONFIG = {"model": DEFAULT_MODEL, "options_path": None, "weights_path": None, "max_tokens": 128,
@@ -50,12 +52,17 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
     bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size)
-    return ElmoComponent(nlp.vocab, DocLayers(bilm, max_tokens), name=name, store=store, dtype=dtype)
+    doc_layers = DocLayers(bilm, max_tokens)
+    source = {"model": model, "options_path": options_path, "weights_path": weights_path, "max_tokens": max_tokens,
+              "batch_size": batch_size, "cache_size": cache_size}
+    doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, source)
+    doc_layers.attrs["replace_listener"] = replace_listener
+    return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype)
 
 
 class ElmoComponent(TrainablePipe):
     """Sets ``doc._.elmo`` and serves listeners. ``model``: Model[List[Doc], List[Floats3d]]
-    (:func:`~.layers.doc_layers.DocLayers`) with ref ``"bilm"``."""
+    (:func:`~.layers.doc_layers.DocLayers`)."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "elmo", *, store: str = "all",
                  dtype: str = "float32"):
@@ -65,6 +72,11 @@ class ElmoComponent(TrainablePipe):
         self.cfg = {"store": store, "dtype": dtype}
         self.listener_map: Dict[str, List[ElmoListener]] = {}
         install_extensions()
+
+    @property
+    def bilm(self):
+        """The :class:`spacy_elmo.bilm.BiLM` (torch module), loaded on first access."""
+        return get_bilm(bilm_of(self.model))
 
     # -- listeners (same API as spaCy's Tok2Vec) ---------------------------------------------
     @property
@@ -109,7 +121,7 @@ class ElmoComponent(TrainablePipe):
                         listener.set_dim(dim, self.model.get_dim(dim))
 
     def _load(self) -> None:
-        get_bilm(self.model.get_ref("bilm"))
+        get_bilm(bilm_of(self.model))
         if not self.model.has_dim("nL"):
             self.model.initialize()
         self._push_dims(self.listeners)
@@ -147,7 +159,7 @@ class ElmoComponent(TrainablePipe):
             return losses
         docs = [eg.predicted for eg in examples]
         finetune = any(listener.attrs["grad_factor"] > 0 for listener in listeners)
-        self.model.get_ref("bilm").attrs["finetune"] = finetune
+        bilm_of(self.model).attrs["finetune"] = finetune
         outputs, bp_outputs = self.model.begin_update(docs)
         batch_id = ElmoListener.get_batch_id(docs)
         if not finetune:
@@ -214,7 +226,7 @@ class ElmoComponent(TrainablePipe):
         return self
 
     def _after_load(self) -> None:
-        self.model.get_ref("bilm").attrs["cache"].clear()
+        bilm_of(self.model).attrs["cache"].clear()
         self._push_dims(self.listeners)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy
 import srsly
+from thinc.api import get_array_module
 
 STORE_KINDS = ("all", "mix", "top", "none")
 _MARK = "__spacy_elmo_data__"
@@ -49,7 +50,7 @@ class ElmoData:
         (``weights=None``: uniform). Returns float32 (n_tokens, dim) on the array's device.
         Raises ValueError if ``store != "all"`` and weights are given, or if the number of
         weights differs from the number of stored layers."""
-        xp = numpy if isinstance(self.layers, numpy.ndarray) else __import__("cupy")
+        xp = get_array_module(self.layers)
         K = self.layers.shape[0]
         if weights is None:
             s = xp.full((K,), 1.0 / K, dtype="float32")

@@ -13,11 +13,16 @@ def DocLayers(bilm_layer: Model, max_tokens: int = 128) -> Model[List[Doc], List
     """Model[List[Doc], List[Floats3d]]: one float32 array (num_layers + 1, len(doc), dim) per Doc,
     on the current device; zero rows for whitespace tokens; (num_layers + 1, 0, dim) for an empty
     Doc. Backprop maps the Docs' gradients back to the pieces (fine-tuning only).
-    Dims ``nL``/``nO`` follow the biLM layer (ref ``"bilm"``)."""
+    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`)."""
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], refs={"bilm": bilm_layer},
-                 dims={"nL": None, "nO": None}, attrs={"max_tokens": int(max_tokens)})
+    return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], dims={"nL": None, "nO": None},
+                 attrs={"max_tokens": int(max_tokens)})
+
+
+def bilm_of(doc_layers: Model) -> Model:
+    """The biLM layer inside a DocLayers model (its only sublayer; survives ``Model.copy``)."""
+    return doc_layers.layers[0]
 
 
 def init(model: Model, X=None, Y=None) -> None:

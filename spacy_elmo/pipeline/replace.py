@@ -1,0 +1,46 @@
+"""``nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])``: give a component its own copy
+of the biLM (e.g. before sourcing it into another pipeline), as spaCy does for ``tok2vec`` and
+spacy-transformers for ``transformer``.
+
+spaCy replaces the listener node by a copy of the ``elmo`` component's model (same input and
+output: Docs -> layer stacks, weights included) and the listener's config section by what
+:func:`replace_listener_cfg` returns: a ``spacy_elmo.Elmo.v1`` config with the component's biLM
+settings and the listener's readout settings, which builds the same model structure.
+"""
+from typing import Any, Dict, Optional
+
+from thinc.api import Model
+
+LISTENER = "spacy_elmo.ElmoListener.v1"
+READOUT_KEYS = ("grad_factor", "mix", "initial_weights", "trainable", "layer_norm", "dropout", "width")
+
+
+def _find_listener(cfg: Any) -> Optional[Dict[str, Any]]:
+    if isinstance(cfg, dict):
+        if cfg.get("@architectures") == LISTENER:
+            return cfg
+        for value in cfg.values():
+            found = _find_listener(value)
+            if found is not None:
+                return found
+    return None
+
+
+def replace_listener_cfg(source: Dict[str, Any], tok2vec_model_cfg: Any, listener_cfg: Dict[str, Any]) -> Dict:
+    """``source``: the ``elmo`` component's biLM settings (model, options_path, weights_path,
+    max_tokens, batch_size, cache_size). ``listener_cfg``: the component's ``model.tok2vec``
+    section, searched for the (first) ElmoListener.v1 config. Raises ValueError if there is none."""
+    listener = _find_listener(listener_cfg)
+    if listener is None:
+        raise ValueError(f"replace_listeners: no {LISTENER} section found in {dict(listener_cfg)}")
+    new = {"@architectures": "spacy_elmo.Elmo.v1", **source}
+    new.update({key: listener[key] for key in READOUT_KEYS if key in listener})
+    return new
+
+
+def replace_listener(copy: Model, listener: Model, upstream) -> Model:
+    """The node that takes the listener's place: the copied Docs -> layers model, frozen or
+    fine-tuned like the listener (its grad_factor)."""
+    from .architectures import elmo_layers_part
+
+    return elmo_layers_part(copy, listener.attrs["grad_factor"])
