@@ -7,7 +7,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, batch_to_ids
+from spacy_elmo.bilm import BiLM, batch_to_ids, lstm, onednn
 from spacy_elmo.bilm.chars import BOS_IDS, EOS_IDS, token_to_char_ids
 
 
@@ -38,10 +38,20 @@ def check_batch(out, batch, expected_rows):
         assert numpy.allclose(got, ref, atol=1e-6), float(numpy.abs(got - ref).max())
 
 
-@pytest.mark.parametrize("train_path", [False, True], ids=["inference", "autograd"])
-def test_stateful_all_batches(fixture_dir, sentences, expected_top, train_path):
+@pytest.fixture(params=["onednn", "bmm", "bmm-chunked", "onednn-chunked", "autograd"])
+def lstm_path(request, monkeypatch):
+    """Each LSTM implementation: oneDNN (default on CPU), plain bmm, step-chunked input projection, autograd."""
+    if "bmm" in request.param:
+        monkeypatch.setattr(onednn, "_ENABLED", False)
+    if "chunked" in request.param:
+        monkeypatch.setattr(lstm, "WORKSPACE_FLOATS", 2 * 4 * 64 * 7)  # 7 rows per input-projection chunk
+    return request.param
+
+
+def test_stateful_all_batches(fixture_dir, sentences, expected_top, lstm_path):
     """Batch i = [sentences[0][i], sentences[1][i], sentences[2][i]], state carried row to row."""
     bilm = load(fixture_dir, stateful=True)
+    train_path = lstm_path == "autograd"
     if train_path:
         bilm.requires_grad_(True)
     for i in range(10):

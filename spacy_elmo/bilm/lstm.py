@@ -30,6 +30,7 @@ from typing import List, Optional, Tuple
 import torch
 from torch import nn
 
+from . import onednn
 from .packing import Packing
 
 FORGET_BIAS = 1.0  # bilm-tf's LSTMCell(forget_bias=1.0), added at run time
@@ -63,6 +64,7 @@ class ElmoLstm(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(2, 4 * C)) for _ in range(n_layers))
         self.w_proj = nn.ParameterList(nn.Parameter(torch.empty(2, C, P)) for _ in range(n_layers))
         self._workspace: Optional[torch.Tensor] = None
+        self._packed = None  # (key, per-layer oneDNN weights), see _packed_weights
         self.reset_parameters()
 
     @classmethod
@@ -100,12 +102,17 @@ class ElmoLstm(nn.Module):
         """
         B = len(packing.order)
         h0, c0 = initial_state if initial_state is not None else self.zero_state(B)
-        fast = not (torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()))
+        fast = not (torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in self.parameters())))
+        if not fast:
+            run = self._layer_autograd
+        elif onednn.available(inputs.device, inputs.dtype):
+            run = self._layer_onednn
+        else:
+            run = self._layer_fast
         outputs, h_fin, c_fin = [], [], []
         x = inputs
         last = packing.last_rows().to(inputs.device)
         for layer in range(self.n_layers):
-            run = self._layer_fast if fast else self._layer_autograd
             out, c = run(layer, x, packing, h0[layer], c0[layer])
             h_fin.append(self._final_h(out, last, h0[layer]))  # the cell's state: before the residual
             if self.use_skip_connections and layer > 0:
@@ -179,6 +186,54 @@ class ElmoLstm(nn.Module):
                 torch.bmm(m, w_proj, out=h)
                 if pc is not None:
                     h.clamp_(-pc, pc)
+                h_prev = h
+        return out, c
+
+    def _packed_weights(self):
+        """Per layer: ([w_input_d], [w_state_d], [w_proj_d]) reordered for oneDNN, d = 0, 1; cached."""
+        params = [*self.w_input, *self.w_state, *self.w_proj]
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        if self._packed is None or self._packed[0] != key:
+            packed = [tuple([onednn.pack(w[d]) for d in range(2)]
+                            for w in (self.w_input[l], self.w_state[l], self.w_proj[l]))
+                      for l in range(self.n_layers)]
+            self._packed = (key, packed)
+        return self._packed[1]
+
+    def _layer_onednn(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+                      c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Like :meth:`_layer_fast`, with the products done by pre-packed oneDNN kernels per direction."""
+        C, P = self.dim, self.projection_dim
+        w_in, w_state, w_proj = self._packed_weights()[layer]
+        bias = self._gate_bias(layer)
+        out = x.new_empty(2, pk.n_packed, P)
+        c = c0.clone()
+        h_prev = (h0[0], h0[1])
+        offs, sizes = pk.offsets, pk.batch_sizes
+        cc, pc = self.cell_clip, self.proj_clip
+        for a, b in self._step_chunks(pk):
+            r0, r1 = offs[a], offs[b]
+            gates = [onednn.linear(x[d, r0:r1], w_in[d], bias[d]) for d in range(2)]  # all steps at once
+            for s in range(a, b):
+                n = sizes[s]
+                g = [onednn.linear_add(h_prev[d][:n], w_state[d], gates[d][offs[s] - r0: offs[s + 1] - r0])
+                     for d in range(2)]
+                sig = [gd[:, : 3 * C] for gd in g]
+                j = [gd[:, 3 * C:] for gd in g]
+                torch._foreach_sigmoid_(sig)
+                torch._foreach_tanh_(j)
+                cs = c[:, :n]
+                torch._foreach_mul_([cs[0], cs[1]], [sd[:, C: 2 * C] for sd in sig])
+                torch._foreach_addcmul_([cs[0], cs[1]], [sd[:, :C] for sd in sig], j)
+                if cc is not None:
+                    cs.clamp_(-cc, cc)
+                m = torch.tanh(cs)
+                torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
+                h = [onednn.linear(m[d], w_proj[d]) for d in range(2)]
+                if pc is not None:
+                    torch._foreach_clamp_min_(h, -pc)
+                    torch._foreach_clamp_max_(h, pc)
+                torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
                 h_prev = h
         return out, c
 

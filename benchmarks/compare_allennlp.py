@@ -1,0 +1,87 @@
+"""Run AllenNLP's ``_ElmoBiLm`` (../shared/bench/allennlp-anchor) and our ``BiLM`` side by side on
+the same random-weight models and workload; report tokens/s of both, the ratio, and whether the
+outputs agree (the anchor's compare_dumps.py: allclose atol 2e-6, rtol 1e-5, every layer).
+
+usage (pause the background pretraining job while timing; paused.sh always resumes it):
+    bash /work/shared/bench/allennlp-anchor/setup.sh ~/.cache/elmo-anchor/venv    # once, ~1 min
+    bash benchmarks/paused.sh python benchmarks/compare_allennlp.py [original small] [--runs 2]
+
+Both sides: 2 threads, default glibc malloc (no MALLOC_* variables), stateless, first 200 EWT dev
+sentences in batches of 32, one warm-up pass then the median of --runs passes. Each side runs in
+its own process, AllenNLP first, then ours, size by size. Prints one line per size and a final
+JSON line. Exit status 1 if outputs differ.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_bilm  # noqa: E402
+
+ANCHOR = os.path.join(bench_bilm.SHARED, "bench", "allennlp-anchor")
+TARGET = {"original": 3.0, "small": 6.0}
+
+
+def run_json(cmd, env):
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"failed: {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sizes", nargs="*", default=["original", "small"])
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--venv", default=os.path.expanduser("~/.cache/elmo-anchor/venv"))
+    ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
+    ap.add_argument("--out-dir", default=None, help="where the dumps go (default: a temporary folder)")
+    a = ap.parse_args()
+    anchor_py = os.path.join(a.venv, "bin", "python")
+    if not os.path.isfile(anchor_py):
+        sys.exit(f"no AllenNLP venv at {a.venv}: bash {ANCHOR}/setup.sh {a.venv}")
+    out_dir = a.out_dir or tempfile.mkdtemp(prefix="elmo-compare-")
+    os.makedirs(out_dir, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["PYTHONWARNINGS"] = "ignore"
+    ceiling = bench_bilm.gemm_ceiling()
+    summary = dict(gemm_ceiling_gflops=round(ceiling, 1), runs=a.runs, malloc_env={}, sizes={})
+    ok = True
+    for size in a.sizes:
+        mdir = bench_bilm.model_dir(size, a.models)
+        ref_npz, our_npz = os.path.join(out_dir, f"allennlp-{size}.npz"), os.path.join(out_dir, f"ours-{size}.npz")
+        theirs = run_json([anchor_py, os.path.join(ANCHOR, "bench_anchor.py"), mdir, "--runs", str(a.runs),
+                           "--dump", ref_npz], env)
+        ours = run_json([sys.executable, os.path.join(HERE, "bench_bilm.py"), mdir, "--runs", str(a.runs),
+                         "--dump", our_npz, "--ceiling-gflops", str(ceiling)], env)
+        cmp = subprocess.run([sys.executable, os.path.join(ANCHOR, "compare_dumps.py"), ref_npz, our_npz],
+                             capture_output=True, text=True)
+        import numpy as np
+
+        r, o = np.load(ref_npz), np.load(our_npz)
+        diff = max(float(np.abs(r[k].astype(np.float64) - o[k]).max()) for k in r.files
+                   if k.startswith("sent_") and r[k].size)
+        ratio = ours["tokens_per_s"] / theirs["tokens_per_s"]
+        same = cmp.returncode == 0
+        ok &= same
+        summary["sizes"][size] = dict(
+            allennlp_tokens_per_s=theirs["tokens_per_s"], ours_tokens_per_s=ours["tokens_per_s"],
+            ratio=round(ratio, 2), target_ratio=TARGET.get(size), allennlp_peak_rss_mib=theirs["peak_rss_mib"],
+            ours_peak_rss_mib=ours["peak_rss_mib"], ours_nominal_fraction_of_ceiling=ours["nominal_fraction_of_ceiling"],
+            ours_executed_fraction_of_ceiling=ours["executed_fraction_of_ceiling"], max_abs_diff=diff,
+            outputs_allclose=same, allennlp_steal_pct=[p.get("steal_pct") for p in theirs["full"]["per_run"]])
+        print(f"{size:9s} AllenNLP {theirs['tokens_per_s']:8.1f} tok/s   ours {ours['tokens_per_s']:8.1f} tok/s   "
+              f"ratio {ratio:5.2f}x (target {TARGET.get(size, '-')}x)   max|diff| {diff:.2g}   "
+              f"compare_dumps {'OK' if same else 'FAILED'}")
+        print("   " + cmp.stdout.strip().replace("\n", "\n   "))
+    print(json.dumps(summary))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
