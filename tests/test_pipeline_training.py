@@ -8,6 +8,7 @@ import spacy
 from spacy.training import Example
 from thinc.api import Adam
 
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.pipeline import learned_mixes
 from spacy_elmo.pipeline.mixes import format_mixes
 
@@ -98,11 +99,17 @@ def test_fine_tuning_updates_the_bilm(files):
     bilm = nlp.get_pipe("elmo").bilm
     before = bilm.lstm.state_dict()
     before = {k: v.clone() for k, v in before.items()}
+    nlp(TRAIN[0][0])  # run the fast path once before the weights change
     history = train(nlp, examples, 3)
     assert history[-1]["elmo"] > 0
     changed = [k for k, v in bilm.lstm.state_dict().items() if not numpy.array_equal(v.numpy(), before[k].numpy())]
     assert changed
     assert len(nlp.get_pipe("elmo").model.layers[0].attrs["cache"]) == 0
+    # Prediction (the biLM's fast path) uses the fine-tuned weights.
+    fresh = BiLM(bilm.options)
+    fresh.load_state_dict({k: v.clone() for k, v in bilm.state_dict().items()})
+    words = TRAIN[0][0].split()
+    numpy.testing.assert_allclose(nlp(TRAIN[0][0])._.elmo.layers, fresh.embed_sentences([words])[0], atol=1e-5)
 
 
 def test_inline_elmo_v1(files):

@@ -58,6 +58,21 @@ class BiLMShim(PyTorchShim):
         self.__dict__.update(state)
         self._model = deserialize_bilm(None, data, get_torch_default_device())
 
+    def finish_update(self, optimizer) -> None:
+        """Apply the optimizer to the parameters that have gradients (fine-tuning), then drop the
+        biLM's cached repacked LSTM weights: that cache is keyed on (data_ptr, _version), which
+        Thinc's in-place update leaves unchanged, so the fast path would keep the old weights.
+        (Bumping the version counters instead would break the autograd graph that spaCy's
+        update order still has pending at this point.)"""
+        if self._model is None:
+            return
+        updated = any(p.grad is not None for p in self._model.parameters())
+        super().finish_update(optimizer)
+        if updated:
+            for module in self._model.modules():
+                if getattr(module, "_packed", None) is not None:
+                    module._packed = None
+
     def to_device(self, device_type: str, device_id: int):
         if self._model is not None:
             super().to_device(device_type, device_id)
