@@ -34,6 +34,19 @@ def deserialize_bilm(bilm, data: bytes, device):
     return new.to(device)
 
 
+def forget_packed_weights(bilm) -> None:
+    """Make the biLM's fast path repack its weights. Uses ``bilm.weights_changed()`` when the biLM
+    core provides it; otherwise resets the per-module ``_packed`` caches (a ``PackedCache`` or a
+    tuple, depending on the core's version)."""
+    if hasattr(bilm, "weights_changed"):
+        bilm.weights_changed()
+        return
+    for module in bilm.modules():
+        cache = getattr(module, "_packed", None)
+        if cache is not None:
+            module._packed = type(cache)() if hasattr(cache, "get") else None
+
+
 class BiLMShim(PyTorchShim):
     """PyTorchShim whose model may be None until loaded."""
 
@@ -69,9 +82,7 @@ class BiLMShim(PyTorchShim):
         updated = any(p.grad is not None for p in self._model.parameters())
         super().finish_update(optimizer)
         if updated:
-            for module in self._model.modules():
-                if getattr(module, "_packed", None) is not None:
-                    module._packed = None
+            forget_packed_weights(self._model)
 
     def to_device(self, device_type: str, device_id: int):
         if self._model is not None:
