@@ -1,6 +1,18 @@
 """The spaCy side of spacy-elmo: the ``elmo`` component, ``doc._.elmo``, the listener and the
-architectures. Importing this module registers the factory, the architectures and the msgpack
-codec of :class:`ElmoData` (spaCy also finds them through the package's entry points)."""
+architectures. spaCy finds the factory and the architectures through the package's entry points;
+importing this module also registers them (and the msgpack codec of :class:`ElmoData`).
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")          # config: model | options_path + weights_path, max_tokens,
+                                  # batch_size, store, dtype, cache_size (see make_elmo)
+    doc = nlp("The river bank overflowed.")
+    doc._.elmo.layers             # (num_layers + 1, len(doc), dim) float32
+    doc[2]._.elmo                 # (num_layers + 1, dim);  doc[1:3]._.elmo: (num_layers + 1, 2, dim)
+
+Downstream components use ``spacy_elmo.ElmoListener.v1`` as their ``tok2vec`` (or inside
+``spacy_elmo.ElmoConcat.v1`` as the ``embed`` of ``spacy.Tok2Vec.v2``); each learns its own
+:class:`ScalarMix` of the layers. :func:`learned_mixes` reads those mixes back.
+"""
 from .architectures import DEFAULT_MODEL, elmo_concat_v1, elmo_listener_v1, elmo_v1, scalar_mix_v1
 from .component import ElmoComponent, make_elmo
 from .data_classes import ElmoData
@@ -11,5 +23,5 @@ from .loading import ElmoConfigError
 from .mixes import Mix, format_mixes, learned_mixes
 
 __all__ = ["DEFAULT_MODEL", "ElmoComponent", "ElmoConfigError", "ElmoData", "ElmoListener", "ScalarMix",
-           "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes", "install_extensions", "learned_mixes",
-           "make_elmo", "scalar_mix_v1"]
+           "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes", "install_extensions",
+           "learned_mixes", "make_elmo", "scalar_mix_v1"]

@@ -42,9 +42,13 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
     max_tokens: longest piece the biLM reads (window size for Docs without sentence boundaries,
         and for longer sentences); see :mod:`.segments`.
     batch_size: sentences per biLM call.
-    store: what goes on ``doc._.elmo``: "all" layers (num_layers + 1, n, dim) (default; required
-        by listeners), "mix" (1, n, dim) uniform average, "top" (1, n, dim) top layer, "none".
-    dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32).
+    store: what goes on ``doc._.elmo``: "all" layers (num_layers + 1, n, dim) (default; the only
+        choice allowed with listeners, which mix the layers themselves), "mix" (1, n, dim) the
+        uniform average of the layers, "top" (1, n, dim) the top biLSTM layer, or "none" (nothing;
+        e.g. to time the biLM). Memory per token: K * dim * 4 bytes (float32), K = 3 for "all"
+        with a 2-layer biLM.
+    dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32). With
+        float16, listeners read the rounded layers at prediction time (training used float32).
     cache_size: tokens of biLM layers kept between epochs when training with a frozen biLM (0 = off).
     """
     where = f"[components.{name}]"
