@@ -105,23 +105,25 @@ def flops_per_token(options):
 
 
 def executed_flops(options, sentences):
-    """FLOPs embed_sentences performs: distinct tokens, length-sorted chunks, truncated positions."""
-    from spacy_elmo.bilm.chars import tokens_to_char_array, char_lengths
-    from spacy_elmo.bilm.model import CHAR_CHUNK
+    """FLOPs embed_sentences performs: each distinct token (+ <S>, </S>) once, length-sorted chunks
+    of CharCNN.CHUNK tokens, a filter of width w over the chunk's longest + w positions; the LSTMs
+    over every word plus the two boundary steps of each sentence."""
     import torch
 
+    from spacy_elmo.bilm.char_cnn import CHUNK
+    from spacy_elmo.bilm.chars import char_lengths, tokens_to_char_array
+
     c = options["char_cnn"]
-    d, max_w = c["embedding"]["dim"], max(w for w, _ in c["filters"])
+    d = c["embedding"]["dim"]
     vocab = list(dict.fromkeys(t for s in sentences for t in s))
-    lengths = sorted(char_lengths(torch.from_numpy(tokens_to_char_array(vocab))).tolist())
+    lengths = sorted(char_lengths(torch.from_numpy(tokens_to_char_array(vocab))).tolist() + [3, 3])
+    chunks = [lengths] if len(lengths) <= CHUNK else [lengths[i:i + CHUNK] for i in range(0, len(lengths), CHUNK)]
     conv_total = 0
-    chunks = [lengths] if len(lengths) <= CHAR_CHUNK else [lengths[i:i + CHAR_CHUNK] for i in range(0, len(lengths), CHAR_CHUNK)]
-    for chunk in chunks + [[3, 3]]:  # + <S>, </S> once per batch (counted once here)
-        keep = min(50, max(chunk) + max_w)
-        conv_total += len(chunk) * sum(2 * (keep - w + 1) * w * d * n for w, n in c["filters"])
+    for chunk in chunks:
+        conv_total += len(chunk) * sum(2 * (min(50, max(chunk) + w) - w + 1) * w * d * n for w, n in c["filters"])
     _, dense, lstm = flops_per_token(options)
     steps = sum(len(s) + 2 for s in sentences if s)
-    return conv_total + dense * len(vocab) + lstm * steps
+    return conv_total + dense * len(lengths) + lstm * steps
 
 
 def gemm_ceiling(seconds=1.0):

@@ -11,7 +11,12 @@ from typing import List, Sequence, Tuple
 import torch
 from torch import nn
 
+from . import onednn
 from .chars import MAX_CHARS, N_CHARACTERS, char_lengths
+
+# Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
+# each chunk's convolutions skip the padding positions that none of its tokens reaches.
+CHUNK = 256
 
 
 class Highway(nn.Module):
@@ -31,7 +36,11 @@ class Highway(nn.Module):
         self.linear = nn.Linear(dim, 2 * dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        transform, carry = self.linear(x).split(self.dim, dim=-1)
+        return self.gate(self.linear(x), x)
+
+    def gate(self, projected: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The element-wise part, given ``projected`` = x W + b (..., 2 * dim)."""
+        transform, carry = projected.split(self.dim, dim=-1)
         carry = torch.sigmoid(carry)
         return carry * torch.relu(transform) + (1.0 - carry) * x
 
@@ -71,6 +80,12 @@ class CharCNN(nn.Module):
         self.convs = nn.ModuleList(nn.Conv1d(char_dim, n, w) for w, n in self.filters)
         self.highways = nn.ModuleList(Highway(self.n_filters) for _ in range(n_highway))
         self.projection = nn.Linear(self.n_filters, projection_dim)
+        self._packed = onednn.PackedCache()
+
+    def __getstate__(self):  # deepcopy / pickle: drop the packed weight copies
+        state = self.__dict__.copy()
+        state["_packed"] = onednn.PackedCache()
+        return state
 
     @classmethod
     def from_options(cls, options: dict) -> "CharCNN":
@@ -90,15 +105,33 @@ class CharCNN(nn.Module):
         """char_ids (..., 50) int64 -> token vectors (..., projection_dim) float32.
 
         Exact shortcut: positions past the longest token are padding in every row, and every
-        all-padding window of a filter gives the same value; so the convolutions run only over the
-        first ``max_len + max_width`` positions (capped at 50), which keeps at least one
-        all-padding window whenever the full input had one. The max is unchanged.
+        all-padding window of a filter gives the same value; so a filter of width w runs only
+        over the first ``longest + w`` positions (capped at 50), which keeps one all-padding
+        window whenever the full input had one. The max is unchanged. More than ``CHUNK`` tokens
+        are sorted by length and run in chunks, so that short tokens skip more positions.
         """
         lead = char_ids.shape[:-1]
         flat = char_ids.reshape(-1, char_ids.shape[-1])
-        if flat.shape[0] == 0:
+        n = flat.shape[0]
+        if n == 0:
             return flat.new_zeros((*lead, self.projection_dim), dtype=self.projection.weight.dtype)
-        longest = int(char_lengths(flat).max())
+        lengths = char_lengths(flat)
+        if n <= CHUNK:
+            out = self._encode(flat, int(lengths.max()))
+        else:
+            order = torch.argsort(lengths, stable=True)
+            out = self.projection.weight.new_empty(n, self.projection_dim)
+            for start in range(0, n, CHUNK):
+                rows = order[start: start + CHUNK]
+                out[rows] = self._encode(flat[rows], int(lengths[rows[-1]]))
+        return out.reshape(*lead, self.projection_dim)
+
+    def _encode(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
+        """(T, 50) ids whose longest token has ``longest`` non-padding positions -> (T, proj)."""
+        fast = onednn.available(flat.device, self.projection.weight.dtype) and not (
+            torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()))
+        if fast:
+            return self._encode_onednn(flat, longest)
         keep = min(flat.shape[-1], longest + self.max_width)
         emb = self.char_embedding(flat[:, :keep]).transpose(1, 2)  # (T, char_dim, keep)
         pooled = [conv(emb).amax(dim=-1) for conv in self.convs]
@@ -106,5 +139,33 @@ class CharCNN(nn.Module):
         x = torch.relu(x) if self.activation == "relu" else torch.tanh(x)
         for highway in self.highways:
             x = highway(x)
-        x = self.projection(x)
-        return x.reshape(*lead, self.projection_dim)
+        return self.projection(x)
+
+    def _packed_weights(self):
+        """oneDNN copies: per conv (width * char_dim, n) [tap-major], per highway, projection."""
+        def build():
+            convs = [onednn.pack(c.weight.permute(2, 1, 0).reshape(-1, c.out_channels)) for c in self.convs]
+            highways = [onednn.pack(h.linear.weight.t()) for h in self.highways]
+            return convs, highways, onednn.pack(self.projection.weight.t())
+
+        return self._packed.get(list(self.parameters()), build)
+
+    def _encode_onednn(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
+        """Same arithmetic as the nn.Conv1d path, as GEMMs over unfolded windows (im2col) with
+        pre-packed oneDNN weights; the bias is added after the max (rounding is monotonic, so
+        max(x + b) == max(x) + b exactly)."""
+        convs, highways, projection = self._packed_weights()
+        T = flat.shape[0]
+        d = self.char_embedding.embedding_dim
+        emb = self.char_embedding(flat[:, : min(flat.shape[-1], longest + self.max_width)])  # (T, keep, d)
+        pooled = []
+        for (w, n), conv, packed in zip(self.filters, self.convs, convs):
+            keep = min(flat.shape[-1], longest + w)
+            windows = emb[:, :keep].unfold(1, w, 1).transpose(2, 3).reshape(-1, w * d)  # (T * pos, w * d)
+            y = onednn.linear(windows, packed).view(T, keep - w + 1, n)
+            pooled.append(y.amax(dim=1).add_(conv.bias))
+        x = torch.cat(pooled, dim=-1)
+        x = torch.relu_(x) if self.activation == "relu" else torch.tanh_(x)
+        for highway, packed in zip(self.highways, highways):
+            x = highway.gate(onednn.linear(x, packed, highway.linear.bias), x)
+        return onednn.linear(x, projection, self.projection.bias)

@@ -64,8 +64,13 @@ class ElmoLstm(nn.Module):
         self.bias = nn.ParameterList(nn.Parameter(torch.empty(2, 4 * C)) for _ in range(n_layers))
         self.w_proj = nn.ParameterList(nn.Parameter(torch.empty(2, C, P)) for _ in range(n_layers))
         self._workspace: Optional[torch.Tensor] = None
-        self._packed = None  # (key, per-layer oneDNN weights), see _packed_weights
+        self._packed = onednn.PackedCache()  # per-layer oneDNN weights, see _packed_weights
         self.reset_parameters()
+
+    def __getstate__(self):  # deepcopy / pickle: drop the scratch buffer and packed copies
+        state = self.__dict__.copy()
+        state["_workspace"], state["_packed"] = None, onednn.PackedCache()
+        return state
 
     @classmethod
     def from_options(cls, options: dict) -> "ElmoLstm":
@@ -191,14 +196,11 @@ class ElmoLstm(nn.Module):
 
     def _packed_weights(self):
         """Per layer: ([w_input_d], [w_state_d], [w_proj_d]) reordered for oneDNN, d = 0, 1; cached."""
-        params = [*self.w_input, *self.w_state, *self.w_proj]
-        key = tuple((p.data_ptr(), p._version) for p in params)
-        if self._packed is None or self._packed[0] != key:
-            packed = [tuple([onednn.pack(w[d]) for d in range(2)]
-                            for w in (self.w_input[l], self.w_state[l], self.w_proj[l]))
-                      for l in range(self.n_layers)]
-            self._packed = (key, packed)
-        return self._packed[1]
+        return self._packed.get(
+            [*self.w_input, *self.w_state, *self.w_proj],
+            lambda: [tuple([onednn.pack(w[d]) for d in range(2)]
+                           for w in (self.w_input[l], self.w_state[l], self.w_proj[l]))
+                     for l in range(self.n_layers)])
 
     def _layer_onednn(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
                       c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -20,10 +20,6 @@ from .options import check_options, read_options, write_options
 from .packing import pack
 from .weights import from_state_dict, read_weights, to_state_dict, write_weights
 
-# Tokens per char-CNN call in embed_tokens (tokens are sorted by length first; exact either way).
-CHAR_CHUNK = 1024
-
-
 class BiLMOutput(NamedTuple):
     """layers: float32 (num_layers + 1, batch, max_len, 2 * projection_dim), zero at padding;
     mask: bool (batch, max_len), True at real tokens."""
@@ -91,21 +87,14 @@ class BiLM(nn.Module):
     def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
         """Char-CNN token vectors: char ids (U, 50) int64 -> (U, projection_dim) float32.
 
-        Context-independent (layer 0 before duplication). Rows are run in chunks of similar
-        length so the CNN skips most padding positions; the result is exact and in input order.
+        Context-independent (layer 0 before duplication); exact, in input order (the CNN sorts
+        long inputs by token length internally to skip padding positions).
         """
-        n = char_ids.shape[0]
-        if n <= CHAR_CHUNK:
-            return self.char_cnn(char_ids)
-        order = torch.argsort(char_lengths(char_ids), stable=True)
-        out = self.char_cnn.projection.weight.new_empty(n, self.projection_dim)
-        for start in range(0, n, CHAR_CHUNK):
-            rows = order[start: start + CHAR_CHUNK]
-            out[rows] = self.char_cnn(char_ids[rows])
-        return out
+        return self.char_cnn(char_ids)
 
-    def _boundary_vectors(self, like: torch.Tensor) -> torch.Tensor:
-        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(like.device)
+    def boundary_vectors(self) -> torch.Tensor:
+        """Char-CNN vectors of ``<S>`` and ``</S>``: (2, projection_dim) float32."""
+        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(self.char_cnn.projection.weight.device)
         return self.char_cnn(ids)
 
     def forward(self, char_ids: Optional[torch.Tensor] = None, *, token_vectors: Optional[torch.Tensor] = None,
@@ -142,13 +131,15 @@ class BiLM(nn.Module):
             index[mask] = torch.arange(table.shape[0], device=index.device)
         return self.forward_indexed(table, index)
 
-    def forward_indexed(self, table: torch.Tensor, index: torch.Tensor, stateless: bool = False) -> BiLMOutput:
+    def forward_indexed(self, table: torch.Tensor, index: torch.Tensor, stateless: bool = False,
+                        boundary: Optional[torch.Tensor] = None) -> BiLMOutput:
         """Run the biLM on de-duplicated token vectors.
 
         table: (U, projection_dim) float32 char-CNN vectors of the distinct tokens (e.g. from
         :meth:`embed_tokens`); index: (batch, max_len) int64, ``index[b, t]`` = row of ``table``
         for token t of sentence b, -1 for padding (after the tokens). ``stateless=True`` ignores
-        and keeps the stored state even in stateful mode. Returns :class:`BiLMOutput`.
+        and keeps the stored state even in stateful mode. ``boundary``: optional precomputed
+        :meth:`boundary_vectors` (saves two char-CNN rows per call). Returns :class:`BiLMOutput`.
         """
         if index.dim() != 2:
             raise ValueError(f"index must be (batch, max_len), got {tuple(index.shape)}")
@@ -158,7 +149,9 @@ class BiLM(nn.Module):
         if not bool((mask == (torch.arange(T, device=index.device) < lengths[:, None])).all()):
             raise ValueError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
         P, L = self.projection_dim, self.num_layers
-        full = torch.cat([self._boundary_vectors(table), table])  # row 0 <S>, row 1 </S>, 2 + k token k
+        if boundary is None:
+            boundary = self.boundary_vectors()
+        full = torch.cat([boundary, table])  # row 0 <S>, row 1 </S>, 2 + k token k
         lens = lengths.cpu().numpy() + 2
         pk = pack(lens)
         flat_index = index.reshape(-1).cpu().numpy()
@@ -233,8 +226,9 @@ class BiLM(nn.Module):
         results: List[Optional[numpy.ndarray]] = [None] * len(token_rows)
         device = self.char_cnn.projection.weight.device
         with torch.inference_mode():
-            char_ids = torch.from_numpy(tokens_to_char_array(list(vocab))).to(device)
-            table = self.embed_tokens(char_ids)
+            char_ids = numpy.concatenate([tokens_to_char_array(list(vocab)), numpy.stack([BOS_IDS, EOS_IDS])])
+            vectors = self.embed_tokens(torch.from_numpy(char_ids).to(device))
+            table, boundary = vectors[:-2], vectors[-2:]
             by_len = sorted(range(len(token_rows)), key=lambda i: -len(token_rows[i]))
             for i in by_len:
                 if len(token_rows[i]) == 0:
@@ -246,7 +240,8 @@ class BiLM(nn.Module):
                 index = numpy.full((len(rows), T), -1, dtype=numpy.int64)
                 for k, i in enumerate(rows):
                     index[k, : len(token_rows[i])] = token_rows[i]
-                out = self.forward_indexed(table, torch.from_numpy(index).to(device), stateless=True)
+                out = self.forward_indexed(table, torch.from_numpy(index).to(device), stateless=True,
+                                           boundary=boundary)
                 layers = out.layers.cpu().numpy()
                 for k, i in enumerate(rows):
                     results[i] = numpy.ascontiguousarray(layers[:, k, : len(token_rows[i])])

@@ -10,7 +10,7 @@ version counter).
 These are private PyTorch ops (used by TorchInductor's CPU freezing pass); :func:`available`
 checks for them and callers fall back to plain ``torch.bmm`` when they are missing or fail.
 """
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -50,3 +50,23 @@ def linear(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor] =
 def linear_add(x: torch.Tensor, packed: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
     """x @ W + other (a new (m, out) tensor; ``other`` is read, not modified)."""
     return torch.ops.mkldnn._linear_pointwise.binary(x, other, packed, None, "add")
+
+
+class PackedCache:
+    """Holds packed weights built from some parameters; rebuilt when any of them changes
+    (data pointer or in-place version counter), e.g. after ``load_state_dict`` or an optimiser step."""
+
+    def __init__(self):
+        self._key = None
+        self._value = None
+
+    def __getstate__(self):  # copies and pickles rebuild the packed weights lazily
+        return {"_key": None, "_value": None}
+
+    def get(self, params: Sequence[torch.Tensor], build: Callable[[], object]):
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        if self._key != key:
+            self._value = None  # free the old copies before building new ones
+            self._value = build()
+            self._key = key
+        return self._value
