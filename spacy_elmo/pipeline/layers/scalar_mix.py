@@ -88,15 +88,15 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     H = xp.concatenate(Hs, axis=1) if len(Hs) > 1 else Hs[0]  # (nL, N, dim)
     mixed = xp.tensordot(s, H, axes=1)  # (N, dim)
     Y = gamma * mixed
-    splits = model.ops.asarray1i(lengths).cumsum()[:-1].tolist() if len(lengths) > 1 else []
+    splits = numpy.cumsum(lengths)[:-1].tolist()
     Ys = xp.split(Y, splits, axis=0) if splits else [Y]
 
     def backprop(dYs: List[Floats2d]) -> List[Floats3d]:
         dY = xp.concatenate(dYs, axis=0) if len(dYs) > 1 else dYs[0]
         if model.attrs["trainable"]:
             g = xp.tensordot(H, dY, axes=([1, 2], [0, 1]))  # (nL,) = dLoss/ds_j / gamma
-            model.inc_grad("w", gamma * s * (g - (s * g).sum()))
-            model.inc_grad("gamma", xp.asarray([(dY * mixed).sum()], dtype="float32"))
+            model.inc_grad("w", (gamma * s * (g - (s * g).sum())).astype(w.dtype))
+            model.inc_grad("gamma", (dY * mixed).sum().reshape(1).astype(w.dtype))
         dH = (gamma * s)[:, None, None] * dY[None]  # (nL, N, dim)
         dXs = xp.split(dH, splits, axis=1) if splits else [dH]
         if model.attrs["layer_norm"]:
