@@ -45,6 +45,7 @@ def lstm_path(request, monkeypatch):
         monkeypatch.setattr(onednn, "_ENABLED", False)
     if "chunked" in request.param:
         monkeypatch.setattr(lstm, "WORKSPACE_FLOATS", 2 * 4 * 64 * 7)  # 7 rows per input-projection chunk
+        monkeypatch.setattr(lstm, "ONEDNN_CHUNK_FLOATS", 2 * 4 * 64 * 7)
     return request.param
 
 

@@ -34,8 +34,11 @@ from . import onednn
 from .packing import Packing
 
 FORGET_BIAS = 1.0  # bilm-tf's LSTMCell(forget_bias=1.0), added at run time
-# Gate-buffer budget (floats) of one input-projection matmul; longer inputs are done in step chunks.
+# Gate-buffer budget (floats, both directions) of one input-projection matmul; longer inputs are
+# done in chunks of whole time steps. The bmm path reuses one workspace of this size; the oneDNN
+# path allocates each chunk, so its budget is kept small enough (16 MB) for malloc to recycle it.
 WORKSPACE_FLOATS = 1 << 25
+ONEDNN_CHUNK_FLOATS = 1 << 22
 
 State = Tuple[torch.Tensor, torch.Tensor]  # h (L, 2, B, P), c (L, 2, B, C)
 
@@ -145,10 +148,10 @@ class ElmoLstm(nn.Module):
             self._workspace = ws
         return ws
 
-    def _step_chunks(self, packing: Packing) -> List[Tuple[int, int]]:
-        """Step ranges whose gate rows fit the workspace budget (one range for ordinary batches)."""
+    def _step_chunks(self, packing: Packing, budget: int) -> List[Tuple[int, int]]:
+        """Step ranges whose gate rows (2 * 4C floats each) fit ``budget`` floats (at least one step)."""
         per_row = 2 * 4 * self.dim
-        max_rows = max(WORKSPACE_FLOATS // per_row, packing.batch_sizes[0] if packing.batch_sizes else 1)
+        max_rows = max(budget // per_row, packing.batch_sizes[0] if packing.batch_sizes else 1)
         chunks, start = [], 0
         offs = packing.offsets
         for s in range(len(packing.batch_sizes)):
@@ -168,7 +171,7 @@ class ElmoLstm(nn.Module):
         c = c0.clone()
         h_prev = h0
         offs, sizes = pk.offsets, pk.batch_sizes
-        chunks = self._step_chunks(pk)
+        chunks = self._step_chunks(pk, WORKSPACE_FLOATS)
         rows = max((offs[b] - offs[a] for a, b in chunks), default=0)
         ws = self._gates_workspace(2 * rows * 4 * C, x)
         cc, pc = self.cell_clip, self.proj_clip
@@ -213,7 +216,7 @@ class ElmoLstm(nn.Module):
         h_prev = (h0[0], h0[1])
         offs, sizes = pk.offsets, pk.batch_sizes
         cc, pc = self.cell_clip, self.proj_clip
-        for a, b in self._step_chunks(pk):
+        for a, b in self._step_chunks(pk, ONEDNN_CHUNK_FLOATS):
             r0, r1 = offs[a], offs[b]
             gates = [onednn.linear(x[d, r0:r1], w_in[d], bias[d]) for d in range(2)]  # all steps at once
             for s in range(a, b):

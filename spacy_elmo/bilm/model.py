@@ -66,9 +66,11 @@ class BiLM(nn.Module):
         """
         options = read_options(options_file)
         arrays = read_weights(weight_file, options)
-        bilm = cls(options, stateful=stateful)
-        sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, bilm.options).items()}
-        bilm.load_state_dict(sd, strict=True)
+        sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
+        with torch.device("meta"):  # no random init: the parameters become the loaded tensors
+            bilm = cls(options, stateful=stateful)
+        bilm.load_state_dict(sd, strict=True, assign=True)
+        bilm.requires_grad_(False)
         return bilm
 
     def save(self, directory) -> None:

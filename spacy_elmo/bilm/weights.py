@@ -115,28 +115,32 @@ def _gate_cols(a: numpy.ndarray, order, C: int) -> numpy.ndarray:
     return numpy.concatenate([a[..., k * C: (k + 1) * C] for k in order], axis=-1)
 
 
-def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict) -> Dict[str, numpy.ndarray]:
-    """bilm-tf datasets -> BiLM state-dict arrays (see the module docstring for the mapping)."""
+def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict, consume: bool = False) -> Dict[str, numpy.ndarray]:
+    """bilm-tf datasets -> BiLM state-dict arrays (see the module docstring for the mapping).
+
+    ``consume=True`` empties ``arrays`` as it goes (lower peak memory when loading big models).
+    """
+    take = arrays.pop if consume else arrays.__getitem__
     c, l = options["char_cnn"], options["lstm"]
     P, C = l["projection_dim"], l["dim"]
-    emb = arrays["char_embed"]
+    emb = take("char_embed")
     sd = {"char_cnn.char_embedding.weight": numpy.concatenate([numpy.zeros_like(emb[:1]), emb])}
     for i in range(len(c["filters"])):
-        sd[f"char_cnn.convs.{i}.weight"] = numpy.ascontiguousarray(numpy.transpose(arrays[f"CNN/W_cnn_{i}"][0], (2, 1, 0)))
-        sd[f"char_cnn.convs.{i}.bias"] = arrays[f"CNN/b_cnn_{i}"]
+        sd[f"char_cnn.convs.{i}.weight"] = numpy.ascontiguousarray(numpy.transpose(take(f"CNN/W_cnn_{i}")[0], (2, 1, 0)))
+        sd[f"char_cnn.convs.{i}.bias"] = take(f"CNN/b_cnn_{i}")
     for k in range(c["n_highway"]):
         h = f"CNN_high_{k}"
-        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate([arrays[f"{h}/W_transform"].T, arrays[f"{h}/W_carry"].T])
-        sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([arrays[f"{h}/b_transform"], arrays[f"{h}/b_carry"]])
-    sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(arrays["CNN_proj/W_proj"].T)
-    sd["char_cnn.projection.bias"] = arrays["CNN_proj/b_proj"]
+        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate([take(f"{h}/W_transform").T, take(f"{h}/W_carry").T])
+        sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([take(f"{h}/b_transform"), take(f"{h}/b_carry")])
+    sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(take("CNN_proj/W_proj").T)
+    sd["char_cnn.projection.bias"] = take("CNN_proj/b_proj")
     for layer in range(l["n_layers"]):
-        w0 = [_gate_cols(arrays[f"{lstm_prefix(d, layer)}/W_0"], TF_TO_INTERNAL, C) for d in range(2)]
+        w0 = [_gate_cols(take(f"{lstm_prefix(d, layer)}/W_0"), TF_TO_INTERNAL, C) for d in range(2)]
         sd[f"lstm.w_input.{layer}"] = numpy.stack([w[:P] for w in w0])
         sd[f"lstm.w_state.{layer}"] = numpy.stack([w[P:] for w in w0])
         sd[f"lstm.bias.{layer}"] = numpy.stack(
-            [_gate_cols(arrays[f"{lstm_prefix(d, layer)}/B"], TF_TO_INTERNAL, C) for d in range(2)])
-        sd[f"lstm.w_proj.{layer}"] = numpy.stack([arrays[f"{lstm_prefix(d, layer)}/W_P_0"] for d in range(2)])
+            [_gate_cols(take(f"{lstm_prefix(d, layer)}/B"), TF_TO_INTERNAL, C) for d in range(2)])
+        sd[f"lstm.w_proj.{layer}"] = numpy.stack([take(f"{lstm_prefix(d, layer)}/W_P_0") for d in range(2)])
     return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in sd.items()}
 
 
