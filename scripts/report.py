@@ -1,6 +1,6 @@
 """The project's report: a markdown table of dev scores and two PNG plots.
 
-    python scripts/report.py METRICS_DIR REPORT.md PLOTS_DIR [--title TITLE]
+    python scripts/report.py METRICS_DIR REPORT.md PLOTS_DIR [--title TITLE] [--elmo-model NAME_OR_DIR]
 
 Reads, for every run of RUNS that has one, `METRICS_DIR/<run>.json` (`spacy evaluate --output`)
 and `METRICS_DIR/<run>.mixes.json` (scripts/scalar_mixes.py: the learned ELMo layer weights), and
@@ -69,8 +69,40 @@ def dev_score(run: Dict) -> Optional[float]:
     return run["scores"].get(TASKS[run["task"]][1])
 
 
-def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[str]) -> str:
+def bilm_summary(name_or_path: Optional[str]) -> Optional[str]:
+    """One line on the biLM the ELMo configs used, from its meta.json (written by pretraining)."""
+    if not name_or_path:
+        return None
+    path = Path(name_or_path)
+    try:
+        from spacy_elmo.bilm.pretrained import resolve
+
+        path = Path(resolve(name_or_path))
+    except Exception:
+        pass
+    meta = _read_json(path / "meta.json")
+    if not meta:
+        return f"ELMo biLM: `{name_or_path}` (no meta.json found)."
+    parts = []
+    training = meta.get("training") or {}
+    if training.get("tokens_seen"):
+        parts.append(f"{training['tokens_seen'] / 1e6:.1f}M training tokens seen")
+    if training.get("steps"):
+        parts.append(f"{training['steps']:,} steps")
+    heldout = meta.get("heldout") or {}
+    if heldout.get("perplexity"):
+        parts.append(f"held-out perplexity {heldout['perplexity']:.1f}")
+    params = (meta.get("parameters") or {}).get("biLM")
+    if params:
+        parts.append(f"{params / 1e6:.1f}M parameters")
+    return f"ELMo biLM: `{name_or_path}` ({', '.join(parts) or 'no training record'}), frozen."
+
+
+def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[str],
+             bilm: Optional[str] = None) -> str:
     lines = [f"# {title}", ""]
+    if bilm:
+        lines += [bilm, ""]
     lines += [
         "Dev scores from `spacy evaluate` (gold tokenization); words/s is spaCy's evaluation speed",
         "of the whole pipeline on this machine (for ELMo configs it includes running the biLM).",
@@ -193,7 +225,8 @@ def plot_layer_weights(runs: List[Dict], path: Path) -> bool:
     return True
 
 
-def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec") -> str:
+def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec",
+           elmo_model: Optional[str] = None) -> str:
     runs = load_runs(metrics_dir)
     missing = [name for name, *_ in RUNS if name not in {r["name"] for r in runs}]
     plots_dir.mkdir(parents=True, exist_ok=True)
@@ -206,7 +239,7 @@ def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "
         if plot(runs, plots_dir / filename):
             rel = os.path.relpath(plots_dir / filename, report_path.parent)
             plots[caption] = Path(rel).as_posix()
-    text = markdown(runs, title, plots, missing)
+    text = markdown(runs, title, plots, missing, bilm_summary(elmo_model))
     report_path.write_text(text, encoding="utf-8")
     return text
 
@@ -217,8 +250,9 @@ def main() -> None:
     parser.add_argument("report_path", type=Path)
     parser.add_argument("plots_dir", type=Path)
     parser.add_argument("--title", default="spacy-elmo: ELMo vs spaCy's tok2vec")
+    parser.add_argument("--elmo-model", default=None, help="the ELMo configs' biLM (name or directory), to describe it")
     args = parser.parse_args()
-    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title))
+    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model))
 
 
 if __name__ == "__main__":

@@ -336,3 +336,15 @@ def test_elmo_configs_train_a_step(name, component):
     assert list(mixes) == [component] and len(mixes[component].weights) == 3
     doc = nlp("Maria lives in Lisbon .")
     assert doc._.elmo.layers.shape[:2] == (3, 5)
+
+
+def test_report_describes_the_bilm(tmp_path):
+    report = _script("report")
+    model = tmp_path / "bilm"
+    model.mkdir()
+    srsly.write_json(model / "meta.json", {"training": {"tokens_seen": 15_300_000, "steps": 7000},
+                                           "heldout": {"perplexity": 87.25}, "parameters": {"biLM": 5_380_320}})
+    line = report.bilm_summary(str(model))
+    assert "15.3M training tokens seen" in line and "7,000 steps" in line and "perplexity 87.2" in line
+    assert "no meta.json" in report.bilm_summary(str(tmp_path / "missing"))
+    assert report.bilm_summary(None) is None
