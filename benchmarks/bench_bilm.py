@@ -1,6 +1,6 @@
 """Speed of ``BiLM.embed_sentences`` on the AllenNLP-anchor workload; prints ONE JSON line.
 
-usage: python benchmarks/bench_bilm.py {original|small|MODEL_DIR} [--models DIR] [--runs 3]
+usage: python benchmarks/bench_bilm.py {original|small|MODEL_DIR} [--models DIR] [--std 0.05] [--runs 3]
            [--threads 2] [--batch-size 32] [--sentences 200] [--conllu PATH] [--dump OUT.npz]
            [--ceiling-gflops X]
 
@@ -17,7 +17,8 @@ bench/allennlp-anchor/flops.py counts them (char CNN over all 50 positions of ev
 its fraction of the GEMM ceiling (2048^3 float32 matmul, measured here unless --ceiling-gflops);
 executed_gflops_per_s: FLOPs this implementation really does (distinct tokens, truncated char
 positions, <S>/</S> steps) per second.
---dump OUT.npz writes the outputs in bench_anchor.py's --dump format (compare_dumps.py).
+--dump OUT.npz writes the outputs in bench_anchor.py's --dump format (compare_dumps.py);
+--runs 0 skips the timing (outputs only).
 Timing is meaningless while other CPU-heavy jobs run: see benchmarks/paused.sh.
 """
 import argparse
@@ -60,11 +61,13 @@ def write_random_model(outdir, options, seed=0, std=0.05):
             f.create_dataset(name, data=(rng.standard_normal(shape, dtype=np.float32) * std).astype(np.float32))
 
 
-def model_dir(arg, models):
+def model_dir(arg, models, std=0.05):
+    """original / small: the seeded random model in models/<size> (std 0.05, make_weights.py's
+    default) or models/<size>-std<std>, written if missing; anything else: a model directory."""
     if arg in ("original", "small"):
-        d = os.path.join(models, arg)
+        d = os.path.join(models, arg if std == 0.05 else f"{arg}-std{std:g}")
         if not os.path.isfile(os.path.join(d, "weights.hdf5")):
-            write_random_model(d, preset(arg))
+            write_random_model(d, preset(arg), std=std)
         return d
     return arg
 
@@ -145,6 +148,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="original | small | a directory with options.json + weights.hdf5")
     ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
+    ap.add_argument("--std", type=float, default=0.05, help="weight std of the random models (make_weights.py --std)")
     ap.add_argument("--conllu", default=os.path.join(SHARED, "data", "ud_en_ewt", "en_ewt-ud-dev.conllu"))
     ap.add_argument("--sentences", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
@@ -160,7 +164,7 @@ def main():
     from spacy_elmo.bilm import BiLM
 
     torch.set_num_threads(a.threads)
-    mdir = model_dir(a.model, a.models)
+    mdir = model_dir(a.model, a.models, a.std)
     sents = read_workload(a.conllu, a.sentences)
     ntok = sum(len(s) for s in sents)
     t0 = time.perf_counter()
@@ -178,23 +182,24 @@ def main():
         t0 = time.perf_counter()
         run()
         times.append(time.perf_counter() - t0)
-    med = statistics.median(times)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    tps = ntok / med
     conv, dense, lstm = flops_per_token(bilm.options)
-    nominal = tps * (conv + dense + lstm) / 1e9
-    executed = executed_flops(bilm.options, sents) / med / 1e9
-    ceiling = a.ceiling_gflops or gemm_ceiling()
     res = dict(impl="spacy_elmo.bilm.BiLM.embed_sentences", model=os.path.abspath(mdir), torch=torch.__version__,
                threads=torch.get_num_threads(), malloc_env={k: v for k, v in sorted(os.environ.items())
                                                             if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"},
                sentences=len(sents), tokens=ntok, batch_size=a.batch_size, runs=a.runs,
-               tokens_per_s=round(tps, 1), median_s=round(med, 3), per_run_s=[round(t, 3) for t in times],
                warmup_s=round(warm, 3), load_s=round(t_load, 2), peak_rss_mib=round(rss),
-               nominal_mflop_per_token=round((conv + dense + lstm) / 1e6, 1),
-               nominal_gflops_per_s=round(nominal, 1), executed_gflops_per_s=round(executed, 1),
-               gemm_ceiling_gflops=round(ceiling, 1), nominal_fraction_of_ceiling=round(nominal / ceiling, 3),
-               executed_fraction_of_ceiling=round(executed / ceiling, 3))
+               nominal_mflop_per_token=round((conv + dense + lstm) / 1e6, 1))
+    if times:  # --runs 0: outputs only (with --dump)
+        med = statistics.median(times)
+        tps = ntok / med
+        nominal = tps * (conv + dense + lstm) / 1e9
+        executed = executed_flops(bilm.options, sents) / med / 1e9
+        ceiling = a.ceiling_gflops or gemm_ceiling()
+        res.update(tokens_per_s=round(tps, 1), median_s=round(med, 3), per_run_s=[round(t, 3) for t in times],
+                   nominal_gflops_per_s=round(nominal, 1), executed_gflops_per_s=round(executed, 1),
+                   gemm_ceiling_gflops=round(ceiling, 1), nominal_fraction_of_ceiling=round(nominal / ceiling, 3),
+                   executed_fraction_of_ceiling=round(executed / ceiling, 3))
     if a.dump:
         outs = run()
         arrays = {f"sent_{i:05d}": v for i, v in enumerate(outs)}

@@ -134,3 +134,26 @@ def test_bad_inputs(bilm):
     ids[0, 0] = 0  # padding before a token
     with pytest.raises(ValueError):
         bilm(ids)
+
+
+def test_copy_pickle_and_weight_changes(bilm):
+    """Packed oneDNN weight copies are dropped on copy/pickle and rebuilt when a parameter changes."""
+    import copy
+    import io
+
+    ids = batch_to_ids(SENTS[:2])
+    with torch.no_grad():
+        before = bilm(ids).layers
+        clone = copy.deepcopy(bilm)
+        buf = io.BytesIO()
+        torch.save(bilm, buf)
+        buf.seek(0)
+        loaded = torch.load(buf, weights_only=False)
+        assert torch.equal(clone(ids).layers, before) and torch.equal(loaded(ids).layers, before)
+        clone.lstm.w_state[1].mul_(1.5)
+        clone.char_cnn.highways[0].linear.weight.mul_(1.5)
+        changed = clone(ids).layers
+        fresh = BiLM(clone.options)
+        fresh.load_state_dict(clone.state_dict())
+        assert not torch.allclose(changed, before)
+        assert torch.allclose(changed, fresh(ids).layers, atol=1e-6)
