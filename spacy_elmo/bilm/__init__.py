@@ -1,9 +1,15 @@
 """Pure-PyTorch ELMo biLM (no spaCy here): char ids, char CNN, biLSTM, weight files.
 
     from spacy_elmo.bilm import BiLM, batch_to_ids
-    bilm = BiLM.from_files("options.json", "weights.hdf5")
+    bilm = BiLM.from_files("options.json", "weights.hdf5")          # or BiLM(options_dict)
     out = bilm(batch_to_ids([["The", "cat", "sat"], ["Hi"]]))
     out.layers  # (num_layers + 1, batch, max_len, 2 * projection_dim); out.mask (batch, max_len)
+    vecs = bilm.embed_sentences(sentences, batch_size=64)            # list of numpy arrays
+
+Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of distinct tokens,
+``bilm.forward_indexed(table, index)`` runs the LSTMs from such a table, and
+``bilm(token_vectors=..., mask=...)`` from padded precomputed vectors.
+Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`.
 """
 from .chars import batch_to_ids
 from .errors import ElmoWeightsError

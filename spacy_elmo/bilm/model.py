@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .char_cnn import CharCNN
-from .chars import BOS_IDS, EOS_IDS, char_lengths, tokens_to_char_array
+from .chars import BOS_IDS, EOS_IDS, tokens_to_char_array
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
 from .packing import pack

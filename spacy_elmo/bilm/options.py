@@ -28,8 +28,10 @@ def _fail(path, key, why):
 def check_options(options: Any, path=None) -> Dict[str, Any]:
     """Validate an options dict and return a normalised deep copy.
 
-    Fills bilm-tf's defaults (``n_layers`` 1 is NOT assumed: it is required; ``activation`` "relu",
-    ``n_characters`` 262, ``max_characters_per_token`` 50, clips null, skip connections false).
+    Required: ``lstm.dim``, ``lstm.projection_dim``, ``lstm.n_layers``, ``char_cnn.embedding.dim``,
+    ``char_cnn.filters``, ``char_cnn.n_highway``. Defaults filled in: ``activation`` "relu",
+    ``n_characters`` 262 (261 accepted, as bilm-tf writes it), ``max_characters_per_token`` 50,
+    clips null, ``use_skip_connections`` false.
     Raises :class:`ElmoWeightsError` naming ``path`` and the bad key.
     """
     if not isinstance(options, dict):
