@@ -166,3 +166,21 @@ def test_copy_pickle_and_weight_changes(bilm):
         fresh.load_state_dict(clone.state_dict())
         assert not torch.allclose(changed, before)
         assert torch.allclose(changed, fresh(ids).layers, atol=1e-6)
+
+
+def test_weights_changed_behind_torchs_back(bilm):
+    """Writing parameters through a numpy view does not bump version counters: weights_changed() repacks."""
+    import copy
+
+    model = copy.deepcopy(bilm)
+    ids = batch_to_ids(SENTS[:2])
+    with torch.no_grad():
+        before = model(ids).layers
+        model.lstm.w_state[0].numpy()[...] *= 2.0  # in-place through numpy: invisible to torch
+        model.char_cnn.projection.weight.numpy()[...] *= 2.0
+        model.weights_changed()
+        after = model(ids).layers
+        fresh = BiLM(model.options)
+        fresh.load_state_dict(model.state_dict())
+    assert not torch.allclose(before, after)
+    assert torch.allclose(after, fresh(ids).layers, atol=1e-6)

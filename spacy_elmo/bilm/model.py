@@ -81,6 +81,19 @@ class BiLM(nn.Module):
         write_options(self.options, os.path.join(directory, "options.json"))
         write_weights(os.path.join(directory, "weights.hdf5"), from_state_dict(sd, self.options))
 
+    def weights_changed(self) -> None:
+        """Drop the cached oneDNN copies of the weights so the next call repacks them.
+
+        Needed only when parameter memory was modified behind PyTorch's back (e.g. an optimizer
+        writing through numpy/cupy/DLPack views, as Thinc does): changes made with torch
+        operations (``load_state_dict``, in-place ops, torch optimizers) are detected
+        automatically through the tensors' version counters.
+        """
+        for module in self.modules():
+            cache = getattr(module, "_packed", None)
+            if cache is not None:
+                cache.clear()
+
     def reset_states(self) -> None:
         """Forget the carried LSTM state (stateful mode)."""
         self._state = None

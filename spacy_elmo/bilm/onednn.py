@@ -63,6 +63,10 @@ class PackedCache:
     def __getstate__(self):  # copies and pickles rebuild the packed weights lazily
         return {"_key": None, "_value": None}
 
+    def clear(self) -> None:
+        """Drop the packed copies (they are rebuilt on next use)."""
+        self._key = self._value = None
+
     def get(self, params: Sequence[torch.Tensor], build: Callable[[], object]):
         key = tuple((p.data_ptr(), p._version) for p in params)
         if self._key != key:
