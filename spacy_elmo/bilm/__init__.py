@@ -14,5 +14,6 @@ Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`El
 from .chars import batch_to_ids
 from .errors import ElmoWeightsError
 from .model import BiLM, BiLMOutput
+from .pretrained import DEFAULT_MODEL, available as available_models
 
-__all__ = ["BiLM", "BiLMOutput", "ElmoWeightsError", "batch_to_ids"]
+__all__ = ["BiLM", "BiLMOutput", "DEFAULT_MODEL", "ElmoWeightsError", "available_models", "batch_to_ids"]

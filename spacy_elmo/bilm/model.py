@@ -17,6 +17,7 @@ from .char_cnn import CharCNN
 from .chars import BOS_IDS, EOS_IDS, tokens_to_char_array
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
+from .pretrained import DEFAULT_MODEL, model_files
 from .packing import pack
 from .weights import from_state_dict, read_weights, to_state_dict, write_weights
 
@@ -72,6 +73,18 @@ class BiLM(nn.Module):
         bilm.load_state_dict(sd, strict=True, assign=True)
         bilm.requires_grad_(False)
         return bilm
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, stateful: bool = False) -> "BiLM":
+        """Load a model shipped in the package by name (``spacy_elmo.DEFAULT_MODEL`` =
+        "en_elmo_small"; see :func:`~.pretrained.available`) or a directory holding
+        ``options.json`` + ``weights.hdf5``. Nothing is downloaded.
+
+        Raises FileNotFoundError listing the packaged names if there is no such model;
+        :class:`~.errors.ElmoWeightsError` if its files are malformed.
+        """
+        options_file, weight_file = model_files(name_or_path)
+        return cls.from_files(options_file, weight_file, stateful=stateful)
 
     def save(self, directory) -> None:
         """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``."""

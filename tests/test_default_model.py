@@ -1,0 +1,67 @@
+"""The embedded default English biLM: loads by name, is documented, and is contextual."""
+import json
+import os
+
+import numpy
+import pytest
+
+from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
+from spacy_elmo.bilm.pretrained import available, resolve
+
+# Two senses per word, two sentences per sense (Peters et al. 2018's "bank" example and others).
+SENSES = {
+    "bank": (["We walked along the bank of the river .", "The boat drifted toward the muddy river bank ."],
+             ["She deposited her salary at the bank .", "The bank raised interest rates on loans ."]),
+    "plant": (["The chemical plant employs two hundred workers .", "The power plant was shut down after the accident ."],
+              ["Water the plant every morning .", "This plant grows in sunny gardens ."]),
+    "court": (["The court ruled against the government .", "He appeared before the supreme court on Monday ."],
+              ["They played tennis on a clay court .", "The players ran onto the basketball court ."]),
+    "spring": (["The flowers bloom in spring .", "We travel to Paris every spring ."],
+               ["The mattress has a broken spring .", "A steel spring holds the door shut ."]),
+}
+
+
+@pytest.fixture(scope="module")
+def bilm():
+    return BiLM.from_pretrained(DEFAULT_MODEL)
+
+
+def test_default_model_is_packaged_and_documented():
+    assert DEFAULT_MODEL in available()
+    directory = resolve(DEFAULT_MODEL)
+    size = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
+    assert size <= 30 * 2 ** 20
+    meta = json.load(open(os.path.join(directory, "meta.json"), encoding="utf-8"))
+    assert meta["training"]["tokens_seen"] > 1_000_000
+    assert meta["heldout"]["perplexity"] > 1
+    assert "CC BY-SA" in meta["corpus"]["license"]
+    assert os.path.isfile(os.path.join(directory, "ATTRIBUTION.md"))
+    assert os.path.isfile(os.path.join(directory, "config.cfg"))
+
+
+def test_default_model_shapes(bilm):
+    out = bilm.embed_sentences([["The", "river", "bank", "."], [], ["😀", "日本語", "x" * 60]])
+    assert [o.shape for o in out] == [(3, 4, 256), (3, 0, 256), (3, 3, 256)]
+    assert all(numpy.isfinite(o).all() for o in out)
+
+
+def _word_vectors(bilm, sentences, word):
+    import spacy
+
+    tokenizer = spacy.blank("en").tokenizer
+    token_lists = [[t.text for t in tokenizer(s)] for s in sentences]
+    layers = bilm.embed_sentences(token_lists)
+    return [lay[:, toks.index(word)] for lay, toks in zip(layers, token_lists)]
+
+
+@pytest.mark.parametrize("word", sorted(SENSES))
+def test_default_model_is_contextual(bilm, word):
+    """Top layer: same-sense uses of a word are closer (mean cosine) than cross-sense pairs,
+    while the char-CNN layer 0 cannot tell them apart (identical vectors)."""
+    a, b = SENSES[word]
+    vecs = _word_vectors(bilm, a + b, word)
+    numpy.testing.assert_array_equal(vecs[0][0], vecs[2][0])  # layer 0 is context-independent
+    top = [v[-1] / numpy.linalg.norm(v[-1]) for v in vecs]
+    same = [top[0] @ top[1], top[2] @ top[3]]
+    cross = [top[i] @ top[j] for i in (0, 1) for j in (2, 3)]
+    assert numpy.mean(same) > numpy.mean(cross), (word, same, cross)
