@@ -8,15 +8,6 @@ import torch
 from spacy_elmo.bilm import BiLM, BiLMOutput, batch_to_ids
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The fixture model is tiny: one thread avoids OpenMP waits on a busy machine (faster, same results)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def bilm(fixture_dir):
     return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))

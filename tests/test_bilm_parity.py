@@ -11,15 +11,6 @@ from spacy_elmo.bilm import BiLM, batch_to_ids, lstm, onednn
 from spacy_elmo.bilm.chars import BOS_IDS, EOS_IDS, token_to_char_ids
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The fixture model is tiny: one thread avoids OpenMP waits on a busy machine (faster, same results)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def sentences(fixture_dir):
     with open(os.path.join(fixture_dir, "sentences.json")) as f:

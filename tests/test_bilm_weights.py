@@ -11,14 +11,6 @@ import torch
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """The fixture model is tiny: one thread avoids OpenMP waits on a busy machine (faster, same results)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 LSTM_W = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"
 SENTS = [["The", "cat", "sat", "."], ["Hello", "world"]]
 

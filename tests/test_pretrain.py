@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from spacy_elmo.pretrain.corpus import CorpusError, read_lines, resolve_paths
-from spacy_elmo.pretrain.export import load_model
 from spacy_elmo.pretrain.train import pretrain
 
 SENTENCES = [
@@ -128,7 +127,7 @@ def test_bad_corpus_files(tmp_path):
 def test_cli_errors_and_perplexity_json(tmp_path):
     missing = tmp_path / "missing.txt"
     proc = subprocess.run(
-        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"), f"--corpus.paths", json.dumps([str(missing)])],
+        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"), "--corpus.paths", json.dumps([str(missing)])],
         capture_output=True, text=True,
     )
     assert proc.returncode == 2

@@ -5,7 +5,6 @@ written here; never on committed Reuters text), the report on fake metrics.
 """
 import hashlib
 import importlib.util
-import json
 import os
 import random
 from pathlib import Path

@@ -63,7 +63,6 @@ def biLM_datasets(lm: LanguageModel) -> dict:
 def load_biLM_datasets(lm: LanguageModel, data: dict) -> None:
     """Inverse of :func:`biLM_datasets` (b_hh is set to zero, b_ih takes the whole bias)."""
     C = lm.lstm_dim
-    n = lm.char_cnn.n_filters
     sd = {}
     emb = numpy.zeros((data["char_embed"].shape[0] + 1, data["char_embed"].shape[1]), numpy.float32)
     emb[1:] = data["char_embed"]
