@@ -139,3 +139,31 @@ def test_cli_errors_and_perplexity_json(tmp_path):
         capture_output=True, text=True,
     )
     assert proc.returncode == 2 and "error:" in proc.stderr
+
+
+def test_init_from_continues_a_trained_model(corpus, tmp_path):
+    """Warm start from an exported model: same vocabulary, same starting perplexity, and a
+    mismatched architecture is a clear error."""
+    from spacy_elmo.pretrain.perplexity import perplexity
+
+    pretrain(str(tmp_path / "first"), overrides=_overrides(corpus, **{"training.max_steps": 30}), progress=False)
+    source = str(tmp_path / "first" / "model")
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(SENTENCES) + "\n")
+    meta = pretrain(
+        str(tmp_path / "second"),
+        overrides=_overrides(corpus, **{"training.max_steps": 30, "training.init_from": source}),
+        progress=False,
+        stop_after=0,  # export before the first step
+    )
+    assert meta["training"]["steps"] == 0
+    assert (tmp_path / "second" / "model" / "vocab.txt").read_text() == (tmp_path / "first" / "model" / "vocab.txt").read_text()
+    before = perplexity(source, str(text))
+    after = perplexity(str(tmp_path / "second" / "model"), str(text))
+    assert after["perplexity"] == pytest.approx(before["perplexity"], rel=1e-5)
+    with pytest.raises(ValueError, match="init_from"):
+        pretrain(
+            str(tmp_path / "third"),
+            overrides=_overrides(corpus, **{"training.max_steps": 1, "training.init_from": source, "model.lstm_dim": 16}),
+            progress=False,
+        )

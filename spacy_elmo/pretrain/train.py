@@ -14,7 +14,7 @@ import torch
 from .batching import epoch_batches, make_batch
 from .config import load_config
 from .corpus import Split, build_vocab, resolve_paths, tokenize_corpus, type_char_ids
-from .export import write_model
+from .export import load_model, write_model
 from .lm import LanguageModel
 
 CHECKPOINT = "checkpoint.pt"
@@ -160,11 +160,25 @@ def pretrain(
     corpus = prepare_corpus(cfg, out, progress)
     types, train, heldout = corpus["types"], corpus["train"], corpus["heldout"]
     char_table = type_char_ids(types)
-    words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
+    init_from = t_cfg.get("init_from") or None
+    if init_from:  # warm start: the source model's weights, LM head and vocabulary
+        source_lm, words = load_model(init_from)
+        word_ids = {w: i for i, w in enumerate(words)}
+        type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
+        type_to_word[0], type_to_word[1] = 0, 1
+    else:
+        words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
     _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
          f"{heldout.n_tokens:,} held-out tokens; {len(types):,} types; softmax vocabulary {len(words):,}")
 
     lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
+    if init_from and not resume:
+        try:
+            lm.load_state_dict(source_lm.state_dict())
+        except RuntimeError as err:
+            raise ValueError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
+                             f"[softmax] of this config ({str(err).splitlines()[0]})") from None
+        _log(f"Initialised from {init_from}")
     n_params = sum(p.numel() for p in lm.parameters())
     n_bilm = n_params - sum(p.numel() for p in lm.softmax.parameters())
     optimizer = torch.optim.Adam(lm.parameters(), lr=float(t_cfg["learning_rate"]))
