@@ -8,19 +8,12 @@ back as a plain dict; the ``doc._.elmo`` getter turns such a dict into :class:`E
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence
 
-import numpy
 import srsly
 from thinc.api import get_array_module
+from thinc.util import to_numpy
 
 STORE_KINDS = ("all", "mix", "top", "none")
 _MARK = "__spacy_elmo_data__"
-
-
-def to_numpy(array) -> numpy.ndarray:
-    """Host copy of a numpy or cupy array (numpy arrays are returned as is)."""
-    if isinstance(array, numpy.ndarray):
-        return array
-    return array.get() if hasattr(array, "get") else numpy.asarray(array)
 
 
 @dataclass
