@@ -1,22 +1,13 @@
 """Perplexity of a pretrained biLM (with its LM head) on a text file, same tokenisation as training."""
-import os
 from typing import Dict, Optional
 
 import numpy
 import torch
 
+from ..bilm.pretrained import resolve
 from .corpus import resolve_paths, tokenize_corpus, type_char_ids
 from .export import load_model
 from .train import evaluate
-
-
-def resolve_model_dir(name_or_path: str) -> str:
-    """A directory path, or the name of a model shipped in the package."""
-    if os.path.isdir(name_or_path):
-        return name_or_path
-    from ..bilm.pretrained import resolve as resolve_pretrained  # packaged models
-
-    return resolve_pretrained(name_or_path)
 
 
 def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, threads: Optional[int] = None) -> Dict[str, float]:
@@ -28,7 +19,7 @@ def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, thread
     """
     if threads:
         torch.set_num_threads(threads)
-    lm, words = load_model(resolve_model_dir(model))
+    lm, words = load_model(resolve(model))  # a directory or a packaged model's name
     paths = resolve_paths([text_path])
     types, _, split, _ = tokenize_corpus(
         paths, block_lines=1, heldout_every=1, max_sentence_tokens=max_sentence_tokens
