@@ -68,9 +68,16 @@ class BiLM(nn.Module):
         options = read_options(options_file)
         arrays = read_weights(weight_file, options)
         sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
-        with torch.device("meta"):  # no random init: the parameters become the loaded tensors
+        return cls.from_state_dict(options, sd, stateful=stateful)
+
+    @classmethod
+    def from_state_dict(cls, options: dict, state_dict: dict, stateful: bool = False) -> "BiLM":
+        """Build from options and a complete ``state_dict`` of float32 tensors, without random
+        init (the parameters become the given tensors). Raises RuntimeError on missing or
+        mismatched keys (``load_state_dict(strict=True)``)."""
+        with torch.device("meta"):
             bilm = cls(options, stateful=stateful)
-        bilm.load_state_dict(sd, strict=True, assign=True)
+        bilm.load_state_dict(state_dict, strict=True, assign=True)
         bilm.requires_grad_(False)
         return bilm
 

@@ -29,22 +29,8 @@ def deserialize_bilm(bilm, data: bytes, device):
     from ...bilm import BiLM
 
     msg = srsly.msgpack_loads(data)
-    new = BiLM(msg["options"])
-    new.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in msg["state"].items()}, strict=True)
-    return new.to(device)
-
-
-def forget_packed_weights(bilm) -> None:
-    """Make the biLM's fast path repack its weights. Uses ``bilm.weights_changed()`` when the biLM
-    core provides it; otherwise resets the per-module ``_packed`` caches (a ``PackedCache`` or a
-    tuple, depending on the core's version)."""
-    if hasattr(bilm, "weights_changed"):
-        bilm.weights_changed()
-        return
-    for module in bilm.modules():
-        cache = getattr(module, "_packed", None)
-        if cache is not None:
-            module._packed = type(cache)() if hasattr(cache, "get") else None
+    state = {k: torch.from_numpy(v.copy()) for k, v in msg["state"].items()}
+    return BiLM.from_state_dict(msg["options"], state).to(device)
 
 
 class BiLMShim(PyTorchShim):
@@ -82,7 +68,7 @@ class BiLMShim(PyTorchShim):
         updated = any(p.grad is not None for p in self._model.parameters())
         super().finish_update(optimizer)
         if updated:
-            forget_packed_weights(self._model)
+            self._model.weights_changed()
 
     def to_device(self, device_type: str, device_id: int):
         if self._model is not None:
