@@ -1,12 +1,15 @@
 """The project's report: a markdown table of dev scores and two PNG plots.
 
     python scripts/report.py METRICS_DIR REPORT.md PLOTS_DIR [--title TITLE] [--elmo-model NAME_OR_DIR]
+                             [--training-dir TRAINING_DIR]
 
 Reads, for every run of RUNS that has one, `METRICS_DIR/<run>.json` (`spacy evaluate --output`)
-and `METRICS_DIR/<run>.mixes.json` (scripts/scalar_mixes.py: the learned ELMo layer weights), and
-writes
-- REPORT.md: component, data, config, dev score (UPOS accuracy or NER P/R/F1), words/s; ELMo minus
-  baseline against the project's targets; the learned layer weights s_j and gamma;
+and `METRICS_DIR/<run>.mixes.json` (scripts/scalar_mixes.py: the learned ELMo layer weights), and,
+with --training-dir, the settings each run was trained with (`TRAINING_DIR/<run>/model-best/config.cfg`:
+step cap, patience, training sentences), so the report states what was run, not what the project
+variables say now. Writes
+- REPORT.md: component, data, config, dev score (UPOS accuracy or NER P/R/F1), words/s; the runs'
+  settings; ELMo minus baseline against the project's targets; the learned layer weights s_j and gamma;
 - PLOTS_DIR/dev_scores.png: dev score, baseline vs ELMo, per task;
 - PLOTS_DIR/layer_weights.png: s_0, s_1, s_2 and gamma of each ELMo component side by side.
 Missing runs are left out (and listed), so the report works on part of the runs.
@@ -45,7 +48,31 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
 
-def load_runs(metrics_dir: Path) -> List[Dict]:
+def run_settings(model_dir: Path) -> Optional[Dict]:
+    """Step cap, patience, eval frequency and training sentences of a run trained by `spacy train`.
+
+    Read from the trained pipeline's own config.cfg (what `spacy train` ran with, CLI overrides
+    included) and from its training corpus (number of docs, when the file is still there).
+    None when there is no config.cfg.
+    """
+    cfg_path = model_dir / "config.cfg"
+    if not cfg_path.is_file():
+        return None
+    from spacy.util import load_config
+
+    config = load_config(cfg_path, interpolate=False)
+    training = config.get("training", {})
+    settings = {key: training.get(key) for key in ("max_steps", "patience", "eval_frequency")}
+    train_path = (config.get("paths") or {}).get("train")
+    settings["train_docs"] = None
+    if train_path and Path(train_path).is_file():
+        from spacy.tokens import DocBin
+
+        settings["train_docs"] = len(DocBin().from_disk(train_path))
+    return settings
+
+
+def load_runs(metrics_dir: Path, training_dir: Optional[Path] = None) -> List[Dict]:
     runs = []
     for name, component, data, config, task in RUNS:
         scores = _read_json(metrics_dir / f"{name}.json")
@@ -60,6 +87,7 @@ def load_runs(metrics_dir: Path) -> List[Dict]:
                 "task": task,
                 "scores": scores,
                 "mixes": _read_json(metrics_dir / f"{name}.mixes.json"),
+                "settings": run_settings(training_dir / name / "model-best") if training_dir else None,
             }
         )
     return runs
@@ -118,6 +146,23 @@ def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[
         speed = "-" if speed is None else f"{speed:,.0f}"
         lines.append(f"| {run['component']} | {run['data']} | {run['config']} | {upos} | {' | '.join(ner)} | {speed} |")
     lines.append("")
+
+    with_settings = [r for r in runs if r.get("settings")]
+    if with_settings:
+        lines += [
+            "## Runs",
+            "",
+            "As trained (from each run's `model-best/config.cfg`): `spacy train` stops at the step cap or",
+            "after `patience` steps without a better dev score; the best model is the one evaluated.",
+            "",
+            "| Component | Data | Config | Train sentences | Step cap | Patience | Eval every |",
+            "|---|---|---|---:|---:|---:|---:|",
+        ]
+        for run in with_settings:
+            st = run["settings"]
+            cells = ["-" if st.get(k) is None else f"{st[k]:,}" for k in ("train_docs", "max_steps", "patience", "eval_frequency")]
+            lines.append(f"| {run['component']} | {run['data']} | {run['config']} | {' | '.join(cells)} |")
+        lines.append("")
 
     # ELMo minus baseline against the targets
     gains = []
@@ -226,8 +271,8 @@ def plot_layer_weights(runs: List[Dict], path: Path) -> bool:
 
 
 def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec",
-           elmo_model: Optional[str] = None) -> str:
-    runs = load_runs(metrics_dir)
+           elmo_model: Optional[str] = None, training_dir: Optional[Path] = None) -> str:
+    runs = load_runs(metrics_dir, training_dir)
     missing = [name for name, *_ in RUNS if name not in {r["name"] for r in runs}]
     plots_dir.mkdir(parents=True, exist_ok=True)
     report_path.parent.mkdir(parents=True, exist_ok=True)
@@ -251,8 +296,10 @@ def main() -> None:
     parser.add_argument("plots_dir", type=Path)
     parser.add_argument("--title", default="spacy-elmo: ELMo vs spaCy's tok2vec")
     parser.add_argument("--elmo-model", default=None, help="the ELMo configs' biLM (name or directory), to describe it")
+    parser.add_argument("--training-dir", type=Path, default=None,
+                        help="where the runs' trained pipelines are (<dir>/<run>/model-best), to report their settings")
     args = parser.parse_args()
-    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model))
+    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model, args.training_dir))
 
 
 if __name__ == "__main__":

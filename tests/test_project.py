@@ -292,6 +292,26 @@ def test_report_with_some_runs_missing(tmp_path):
     assert "Runs without metrics" in empty
 
 
+
+def test_report_states_the_settings_each_run_was_trained_with(tmp_path, monkeypatch):
+    """The Runs table comes from each run's own model-best/config.cfg and training corpus."""
+    report = _script("report")
+    monkeypatch.chdir(tmp_path)  # paths.train in a trained config is relative to the project
+    _fake_metrics(tmp_path / "metrics", with_mixes=False)
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp("One ."), nlp("Two ."), nlp("Three .")]).to_disk(tmp_path / "train.spacy")
+    config = spacy.util.load_config(REPO / "configs" / "tagger_base.cfg", interpolate=False)
+    config["paths"]["train"] = "train.spacy"
+    config["training"]["max_steps"] = 1234
+    config["training"]["patience"] = 567
+    model_best = tmp_path / "training" / "tagger-ewt-base" / "model-best"
+    model_best.mkdir(parents=True)
+    config.to_disk(model_best / "config.cfg")
+    text = report.report(tmp_path / "metrics", tmp_path / "r.md", tmp_path / "p", "T", training_dir=tmp_path / "training")
+    assert "| tagger | UD EWT | baseline | 3 | 1,234 | 567 | 200 |" in text
+    assert text.count("| UD EWT | ELMo | ") == 1  # no config for that run: no settings row
+    assert "## Runs" not in report.report(tmp_path / "metrics", tmp_path / "r2.md", tmp_path / "p2", "T")
+
 # ------------------------------------------------------------------------------ configs
 @pytest.mark.parametrize("name", ["tagger_base", "ner_base"])
 def test_baseline_configs_build(name):
