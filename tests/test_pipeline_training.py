@@ -94,6 +94,20 @@ def test_frozen_elmo_annotating_and_missing(files):
         train(nlp2, examples2, 1, exclude=["elmo"])
 
 
+def test_frozen_elmo_never_initialized(files):
+    """[training] frozen_components = ["elmo"] on a fresh (not sourced) elmo: spaCy's init_nlp
+    initializes the pipeline with "elmo" disabled, so the listener loads the biLM itself."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config=files)
+    nlp.add_pipe("tagger", config=tagger_config(listener(width=32)))
+    examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
+    with nlp.select_pipes(disable=["elmo"]):  # as spacy.training.initialize.init_nlp does
+        nlp.initialize(lambda: examples)
+    history = train(nlp, examples, 30, exclude=["elmo"], annotates=["elmo"])
+    assert history[-1]["tagger"] < 0.3 * history[0]["tagger"]
+    assert predicted_tags(nlp) == [tags for _, tags in TRAIN]
+
+
 def test_fine_tuning_updates_the_bilm(files):
     nlp, examples = build(files, ("tagger", tagger_config(listener(grad_factor=1.0))))
     bilm = nlp.get_pipe("elmo").bilm

@@ -100,6 +100,7 @@ class ElmoComponent(TrainablePipe):
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
+        listener._load_upstream = self._load
         self._push_dims([listener])
 
     def remove_listener(self, listener: ElmoListener, component_name: str) -> bool:

@@ -9,7 +9,9 @@ spacy-transformers' ``TransformerListener``:
 - training, ``elmo`` frozen and in ``[training] annotating_components``: nothing was received,
   so the layers are read from ``doc._.elmo`` (an error if they are missing).
 - prediction: always read from ``doc._.elmo`` (components may batch differently); a Doc
-  without them (e.g. during ``initialize``) gets zeros of the right shape.
+  without them (e.g. during ``initialize``) gets zeros of the right shape. If the dims are still
+  unknown (an ``elmo`` in ``frozen_components`` is never initialized), the listener asks the
+  component it is registered with to load its biLM first.
 Output: list of float32 arrays (num_layers + 1, len(doc), dim) on the current device.
 """
 from typing import Callable, List, Optional
@@ -38,6 +40,7 @@ class ElmoListener(Model):
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[Floats3d]] = None
         self._backprop: Optional[Callable] = None
+        self._load_upstream: Optional[Callable[[], None]] = None  # set by ElmoComponent.add_listener
 
     @classmethod
     def get_batch_id(cls, docs: List[Doc]) -> int:
@@ -61,7 +64,7 @@ class ElmoListener(Model):
         state = super().__getstate__()
         if isinstance(state, tuple):
             state = (dict(state[0] or {}), *state[1:])
-            state[0].update(_batch_id=None, _outputs=None, _backprop=None)
+            state[0].update(_batch_id=None, _outputs=None, _backprop=None, _load_upstream=None)
         return state
 
 
@@ -88,6 +91,8 @@ def _from_doc(model: ElmoListener, doc: Doc, is_train: bool):
                 "ElmoListener: no biLM layers for this Doc in training. Either let the 'elmo' "
                 "component train (not in [training] frozen_components), or list it in [training] "
                 "annotating_components so it sets doc._.elmo.")
+        if not model.has_dim("nL") and model._load_upstream is not None:
+            model._load_upstream()  # sets nL and nO
         if not model.has_dim("nL"):
             raise ValueError("ElmoListener: dims unknown; add and initialize an 'elmo' component "
                              "before this component (nlp.initialize())")
