@@ -167,3 +167,22 @@ def test_init_from_continues_a_trained_model(corpus, tmp_path):
             overrides=_overrides(corpus, **{"training.max_steps": 1, "training.init_from": source, "model.lstm_dim": 16}),
             progress=False,
         )
+
+
+def test_vocabulary_maps_types_to_words():
+    """build_vocab ranks by training frequency; the same type -> word map serves warm starts and
+    perplexity (map_types_to_words): specials first, rare words to <UNK>, and a literal "<S>"
+    token in the text never becomes the sentence boundary."""
+    from spacy_elmo.pretrain.corpus import Split, build_vocab, map_types_to_words
+
+    types = ["<S>", "</S>", "the", "cat", "<S>", "rare"]
+    # sentences of type ids: "the" x3, "cat" x2, literal "<S>" x2, "rare" x1
+    tokens = numpy.array([2, 3, 2, 4, 2, 3, 4, 5], dtype=numpy.int32)
+    train = Split(tokens=tokens, offsets=numpy.array([0, 3, 8], dtype=numpy.int64))
+    words, type_to_word = build_vocab(types, train, size=6, min_count=2)
+    assert words == ["<S>", "</S>", "<UNK>", "the", "cat", "<S>"]
+    assert type_to_word.tolist() == [0, 1, 3, 4, 5, 2]
+    assert map_types_to_words(types, words).tolist() == type_to_word.tolist()
+    assert map_types_to_words(types, words[:5]).tolist() == [0, 1, 3, 4, 2, 2]  # "<S>" text: <UNK>
+    with pytest.raises(ValueError, match="starts with"):
+        map_types_to_words(types, ["the", "cat", "<S>"])

@@ -178,7 +178,17 @@ def build_vocab(types: Sequence[str], train: Split, size: int, min_count: int) -
     order = numpy.argsort(-counts, kind="stable")
     order = order[counts[order] >= max(1, min_count)][: size - 3]
     words = [BOS, EOS, UNK] + [types[i] for i in order]
-    type_to_word = numpy.full(len(types), 2, dtype=numpy.int64)
-    type_to_word[0], type_to_word[1] = 0, 1
-    type_to_word[order] = numpy.arange(3, 3 + len(order))
-    return words, type_to_word
+    return words, map_types_to_words(types, words)
+
+
+def map_types_to_words(types: Sequence[str], words: Sequence[str]) -> numpy.ndarray:
+    """(n_types,) int64 word id of each type in a softmax vocabulary ``words`` ([<S>, </S>, <UNK>,
+    ...], as :func:`build_vocab` makes and ``vocab.txt`` stores): types 0/1 (<S>/</S>) map to
+    words 0/1, other types to their entry of ``words`` after the first three, or to 2 (<UNK>). Raises ValueError if ``words`` does not
+    start with <S>, </S>, <UNK>."""
+    if list(words[:3]) != [BOS, EOS, UNK]:
+        raise ValueError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
+    word_ids = {w: i for i, w in enumerate(words) if i >= 3}  # a literal "<S>" in the text is a word
+    type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
+    type_to_word[:2] = 0, 1
+    return type_to_word

@@ -1,11 +1,10 @@
 """Perplexity of a pretrained biLM (with its LM head) on a text file, same tokenisation as training."""
 from typing import Dict, Optional
 
-import numpy
 import torch
 
 from ..bilm.pretrained import resolve
-from .corpus import resolve_paths, tokenize_corpus, type_char_ids
+from .corpus import map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
 from .export import load_model
 from .train import evaluate
 
@@ -24,7 +23,5 @@ def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, thread
     types, _, split, _ = tokenize_corpus(
         paths, block_lines=1, heldout_every=1, max_sentence_tokens=max_sentence_tokens
     )
-    word_ids = {w: i for i, w in enumerate(words)}
-    type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
-    type_to_word[0], type_to_word[1] = 0, 1
+    type_to_word = map_types_to_words(types, words)
     return evaluate(lm, split, type_char_ids(types), type_to_word, 0, 2000)

@@ -13,7 +13,7 @@ import torch
 
 from .batching import epoch_batches, make_batch
 from .config import load_config
-from .corpus import Split, build_vocab, resolve_paths, tokenize_corpus, type_char_ids
+from .corpus import Split, build_vocab, map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
 from .export import load_model, write_model
 from .lm import LanguageModel
 
@@ -163,9 +163,7 @@ def pretrain(
     init_from = t_cfg.get("init_from") or None
     if init_from:  # warm start: the source model's weights, LM head and vocabulary
         source_lm, words = load_model(init_from)
-        word_ids = {w: i for i, w in enumerate(words)}
-        type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
-        type_to_word[0], type_to_word[1] = 0, 1
+        type_to_word = map_types_to_words(types, words)
     else:
         words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
     _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
