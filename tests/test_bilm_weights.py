@@ -116,6 +116,14 @@ def test_wrong_shape(model_copy):
     expect_error(model_copy, str(model_copy / "weights.hdf5"), "CNN_proj/W_proj", "(124, 15)")
 
 
+@pytest.mark.parametrize("bad", [numpy.nan, numpy.inf])
+def test_non_finite_weights(model_copy, bad):
+    with h5py.File(model_copy / "weights.hdf5", "a") as f:
+        f[LSTM_W][3, 5] = bad
+    err = expect_error(model_copy, str(model_copy / "weights.hdf5"), LSTM_W, "1 NaN or infinite")
+    assert err.dataset == LSTM_W
+
+
 def test_options_disagree_with_file(model_copy):
     options = json.loads((model_copy / "options.json").read_text())
     options["lstm"]["dim"] = 32

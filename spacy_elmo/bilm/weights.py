@@ -64,7 +64,7 @@ def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
     Raises ElmoWeightsError: file missing, not HDF5 or truncated; a dataset missing, not numeric,
-    of the wrong shape, or unreadable. Extra datasets are ignored.
+    of the wrong shape, unreadable, or with NaN/infinite values. Extra datasets are ignored.
     """
     import h5py
 
@@ -98,7 +98,12 @@ def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
             except (OSError, RuntimeError, ValueError) as e:
                 raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
                                        path=path, dataset=name) from e
-            out[name] = numpy.ascontiguousarray(arr, dtype=numpy.float32)
+            arr = numpy.ascontiguousarray(arr, dtype=numpy.float32)
+            bad = arr.size - int(numpy.isfinite(arr).sum())
+            if bad:
+                raise ElmoWeightsError(f"{path}: dataset {name!r} has {bad:,} NaN or infinite values "
+                                       "(corrupt file or diverged training)", path=path, dataset=name)
+            out[name] = arr
     return out
 
 
