@@ -169,6 +169,12 @@ def test_clear_errors_for_bad_files(files, tmp_path):
     nlp.add_pipe("elmo", config={"model": "no_such_model"})
     with pytest.raises(ElmoConfigError, match="model = 'no_such_model'"):
         nlp.initialize()
+    # One path without the other would pair files of two models: an error when the pipe is added.
+    for key, path in (("options_path", files[0]), ("weights_path", files[1])):
+        with pytest.raises(ElmoConfigError, match=rf"\[components.elmo\] {key} is set but"):
+            spacy.blank("en").add_pipe("elmo", config={key: path})
+    with pytest.raises(ValueError, match=r"\[components.elmo\] max_tokens must be >= 1"):
+        make_nlp(files, max_tokens=0)
 
 
 def test_default_packaged_model():

@@ -78,7 +78,7 @@ def elmo_v1(model: str = DEFAULT_MODEL, options_path: Optional[str] = None, weig
     """
     bilm = BiLMLayer(model, options_path, weights_path, where="[spacy_elmo.Elmo.v1]", batch_size=batch_size,
                      cache_size=cache_size)
-    layers = elmo_layers_part(DocLayers(bilm, max_tokens), grad_factor)
+    layers = elmo_layers_part(DocLayers(bilm, max_tokens, where="[spacy_elmo.Elmo.v1]"), grad_factor)
     out = chain(layers, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
     out.set_ref("bilm", bilm)
     return out

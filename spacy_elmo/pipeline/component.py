@@ -56,7 +56,7 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
     bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size)
-    doc_layers = DocLayers(bilm, max_tokens)
+    doc_layers = DocLayers(bilm, max_tokens, where=where)
     source = {"model": model, "options_path": options_path, "weights_path": weights_path, "max_tokens": max_tokens,
               "batch_size": batch_size, "cache_size": cache_size}
     doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, source)

@@ -14,13 +14,25 @@ class ElmoConfigError(ValueError):
         self.path = path
 
 
+def check_paths(model: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str) -> None:
+    """Raise ElmoConfigError unless ``options_path`` and ``weights_path`` are both set or both
+    unset (one without the other would pair files of two different models)."""
+    if bool(options_path) != bool(weights_path):
+        given, missing = ("options_path", "weights_path") if options_path else ("weights_path", "options_path")
+        raise ElmoConfigError(f"{where} {given} is set but {missing} is not: set both (the options.json "
+                              f"and weights.hdf5 of one ELMo model), or neither to use model = {model!r}",
+                              missing, None)
+
+
 def resolve_files(model: Optional[str], options_path: Optional[str], weights_path: Optional[str],
                   where: str) -> Tuple[Tuple[str, str], Tuple[str, str]]:
-    """((options key, options file), (weights key, weights file)). ``options_path`` /
-    ``weights_path`` win over ``model`` (a packaged model name or a model directory).
-    Raises ElmoConfigError naming ``where`` and the key when a file cannot be found."""
+    """((options key, options file), (weights key, weights file)). ``options_path`` and
+    ``weights_path`` (both or neither) win over ``model`` (a packaged model name or a model
+    directory). Raises ElmoConfigError naming ``where`` and the key when only one of the two
+    paths is set or a file cannot be found."""
     from ..bilm.pretrained import model_files
 
+    check_paths(model, options_path, weights_path, where)
     files = {}
     if not (options_path and weights_path):
         try:

@@ -23,7 +23,7 @@ import torch
 from thinc.api import Model, torch2xp, xp2torch
 
 from ..cache import LayersCache
-from ..loading import load_bilm
+from ..loading import check_paths, load_bilm
 from .bilm_shim import BiLMShim
 
 
@@ -35,8 +35,10 @@ def BiLMLayer(model: Optional[str], options_path: Optional[str] = None, weights_
     model / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` names the
     config section in error messages. batch_size: sentences per biLM call. cache_size: tokens kept
     by the frozen-training cache (0 = off). Dims ``nL`` (num_layers + 1) and ``nO`` (dim) are set
-    when the biLM is loaded. Raises ElmoConfigError on first use if the files cannot be loaded.
+    when the biLM is loaded. Raises ElmoConfigError at once if only one of options_path /
+    weights_path is set, and on first use if the files cannot be loaded.
     """
+    check_paths(model, options_path, weights_path, where)
     if batch_size < 1:
         raise ValueError(f"{where} batch_size must be >= 1, got {batch_size}")
     return Model(

@@ -9,13 +9,14 @@ from thinc.types import Floats3d
 from ..segments import doc_segments
 
 
-def DocLayers(bilm_layer: Model, max_tokens: int = 128) -> Model[List[Doc], List[Floats3d]]:
+def DocLayers(bilm_layer: Model, max_tokens: int = 128, *, where: str = "spacy_elmo") -> Model[List[Doc], List[Floats3d]]:
     """Model[List[Doc], List[Floats3d]]: one float32 array (num_layers + 1, len(doc), dim) per Doc,
     on the current device; zero rows for whitespace tokens; (num_layers + 1, 0, dim) for an empty
     Doc. Backprop maps the Docs' gradients back to the pieces (fine-tuning only).
-    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`)."""
+    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` names the config
+    section in errors. Raises ValueError if ``max_tokens`` < 1."""
     if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        raise ValueError(f"{where} max_tokens must be >= 1, got {max_tokens}")
     return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], dims={"nL": None, "nO": None},
                  attrs={"max_tokens": int(max_tokens)})
 
