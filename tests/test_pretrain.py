@@ -186,3 +186,146 @@ def test_vocabulary_maps_types_to_words():
     assert map_types_to_words(types, words[:5]).tolist() == [0, 1, 3, 4, 2, 2]  # "<S>" text: <UNK>
     with pytest.raises(ValueError, match="starts with"):
         map_types_to_words(types, ["the", "cat", "<S>"])
+
+
+def test_config_rejects_unknown_settings(tmp_path):
+    """A misspelled or unknown key, in an override or in the config file, is an error naming it
+    (it used to be ignored, starting the default 100,000-step run); nullable init_from still works."""
+    from spacy_elmo.pretrain.config import load_config
+
+    missing = str(tmp_path / "missing.txt")  # checked before the corpus: no CorpusError
+    with pytest.raises(ValueError, match=r"\[training\] max_step: unknown setting .*did you mean max_steps\?"):
+        pretrain(str(tmp_path / "o"), overrides={"corpus.paths": [missing], "training.max_step": 2}, progress=False)
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(ValueError, match=r"\[training\] nonsense: unknown setting"):
+        load_config(overrides={"training.nonsense": 3})
+    cfg_file = tmp_path / "my.cfg"
+    cfg_file.write_text("[training]\nmax_step = 2\n")
+    with pytest.raises(ValueError, match=r"max_step: unknown setting in .*my\.cfg; did you mean max_steps\?"):
+        pretrain(str(tmp_path / "o"), config_path=str(cfg_file), progress=False)
+    cfg_file.write_text("[trainig]\nmax_steps = 2\n")
+    with pytest.raises(ValueError, match=r"\[trainig\]: unknown section in .*did you mean training\?"):
+        load_config(cfg_file)
+    assert load_config(overrides={"training.init_from": "some/dir"})["training"]["init_from"] == "some/dir"
+    assert load_config(overrides={"training.init_from": None})["training"]["init_from"] is None
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"), "--training.max_step", "2"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 2 and "did you mean max_steps?" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+def test_config_checks_value_types_before_the_corpus(tmp_path):
+    """Types are checked against the defaults when the config is loaded, naming the key."""
+    from spacy_elmo.pretrain.config import load_config
+
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(ValueError, match=r"\[training\] max_steps = 'abc' \(--training.max_steps\): expected an integer"):
+        pretrain(str(tmp_path / "o"), overrides={"corpus.paths": [missing], "training.max_steps": "abc"}, progress=False)
+    bad = {
+        "training.max_steps": 1.5,
+        "training.learning_rate": "fast",
+        "model.use_skip_connections": 1,
+        "corpus.paths": "texts/a.txt",
+        "softmax.cutoffs": 2000,
+        "model.activation": 3,
+        "training.init_from": 3,
+        "vocab.size": None,
+    }
+    for key, value in bad.items():
+        section, name = key.split(".")
+        with pytest.raises(ValueError, match=rf"\[{section}\] {name} = "):
+            load_config(overrides={key: value})
+    cfg_file = tmp_path / "my.cfg"
+    cfg_file.write_text('[training]\nmax_steps = "many"\n')
+    with pytest.raises(ValueError, match=r"\[training\] max_steps = 'many' in .*my\.cfg: expected an integer"):
+        load_config(cfg_file)
+    cfg = load_config(overrides={"softmax.div_value": 4, "training.grad_clip": 0})  # an int is a fine float
+    assert cfg["softmax"]["div_value"] == 4
+
+
+def _model_dir(path, vocab_size=100, **model):
+    """A small untrained model directory as `pretrain` writes it (TINY architecture)."""
+    from spacy_elmo.pretrain.config import load_config
+    from spacy_elmo.pretrain.export import write_model
+    from spacy_elmo.pretrain.lm import LanguageModel
+
+    cfg = load_config(overrides={k: v for k, v in TINY.items() if k.startswith(("model.", "softmax."))})
+    lm = LanguageModel(dict(cfg["model"], **model), dict(cfg["softmax"]), vocab_size)
+    words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(vocab_size - 3)]
+    write_model(lm, words, str(path), {})
+    return path
+
+
+def test_init_from_is_checked_before_the_corpus(tmp_path):
+    """A missing, incomplete or mismatched init_from fails before tokenising, naming [training]
+    init_from; load_model's message is about model directories, not perplexity."""
+    from spacy_elmo.pretrain.export import load_model
+
+    missing = str(tmp_path / "missing.txt")  # a CorpusError would mean the corpus came first
+
+    def run(init_from, **extra):
+        overrides = dict(TINY, **{"corpus.paths": [missing], "training.init_from": str(init_from)}, **extra)
+        pretrain(str(tmp_path / "o"), overrides=overrides, progress=False)
+
+    with pytest.raises(FileNotFoundError, match=r"\[training\] init_from = '.*nowhere': no such directory"):
+        run(tmp_path / "nowhere")
+    source = _model_dir(tmp_path / "src")
+    (source / "lm_head.hdf5").unlink()
+    with pytest.raises(FileNotFoundError, match=r"\[training\] init_from = .*lm_head\.hdf5 not found") as err:
+        run(source)
+    assert "perplexity" not in str(err.value)
+    with pytest.raises(FileNotFoundError, match="a pretrained model directory needs options.json") as err:
+        load_model(str(source))
+    assert "perplexity" not in str(err.value)
+    source = _model_dir(tmp_path / "src2")
+    with pytest.raises(ValueError, match=r"\[training\] init_from = .*architecture differs"):
+        run(source, **{"model.lstm_dim": 16})
+
+
+def test_corrupt_or_mismatched_model_files(tmp_path):
+    """Garbage, foreign or truncated lm_head.hdf5 / vocab.txt: an ElmoWeightsError naming the file,
+    in perplexity, in pretrain's init_from and on the command line (one line, exit code 2)."""
+    from spacy_elmo.bilm import ElmoWeightsError
+    from spacy_elmo.pretrain.perplexity import perplexity
+
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(SENTENCES) + "\n")
+    model = _model_dir(tmp_path / "m")
+    assert perplexity(str(model), str(text))["tokens"] > 0
+    good_head = (model / "lm_head.hdf5").read_bytes()
+
+    (model / "lm_head.hdf5").write_bytes(b"not an hdf5 file " * 100)
+    with pytest.raises(ElmoWeightsError, match=r"lm_head\.hdf5: not a readable HDF5 file"):
+        perplexity(str(model), str(text))
+    with pytest.raises(ElmoWeightsError, match=r"\[training\] init_from = .*lm_head\.hdf5: not a readable HDF5"):
+        pretrain(str(tmp_path / "o"), overrides=dict(TINY, **{"training.init_from": str(model)}), progress=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy_elmo", "perplexity", str(model), str(text)], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and "lm_head.hdf5" in proc.stderr
+
+    other = _model_dir(tmp_path / "other", vocab_size=150)
+    (model / "lm_head.hdf5").write_bytes((other / "lm_head.hdf5").read_bytes())
+    with pytest.raises(ElmoWeightsError, match="vocab.txt has 100 words but lm_head.hdf5 was trained for 150"):
+        perplexity(str(model), str(text))
+    other = _model_dir(tmp_path / "other2", **{"projection_dim": 4})
+    (model / "lm_head.hdf5").write_bytes((other / "lm_head.hdf5").read_bytes())
+    with pytest.raises(ElmoWeightsError, match=r"lm_head\.hdf5: does not match options\.json / vocab\.txt"):
+        perplexity(str(model), str(text))
+
+    (model / "lm_head.hdf5").write_bytes(good_head)
+    lines = (model / "vocab.txt").read_text().splitlines()
+    (model / "vocab.txt").write_text("\n".join(lines[:50]) + "\n")
+    with pytest.raises(ElmoWeightsError, match="vocab.txt has 50 words but lm_head.hdf5 was trained for 100"):
+        perplexity(str(model), str(text))
+
+
+def test_init_config_header_shows_the_real_usage():
+    from spacy_elmo.pretrain.config import default_config_text
+
+    text = default_config_text()
+    assert "pretrain OUTPUT_DIR --config CONFIG" in text
+    assert "pretrain CONFIG OUTPUT_DIR" not in text

@@ -1,4 +1,6 @@
 """Pretraining config: confection (spaCy-style) files with dotted CLI overrides."""
+import difflib
+import json
 import os
 from pathlib import Path
 from typing import Dict, Optional, Union
@@ -20,24 +22,72 @@ def default_config_text() -> str:
     return DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")
 
 
+def _did_you_mean(name: str, known, what: str) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]}?" if close else f"known {what}: {', '.join(known)}"
+
+
+def _check_known(section: str, name: str, default: Config, where: str) -> None:
+    """ValueError unless [section] name is a setting of the default config."""
+    if section not in default:
+        raise ValueError(f"[{section}]: unknown section{where}; {_did_you_mean(section, default, 'sections')}")
+    if name not in default[section]:
+        raise ValueError(f"[{section}] {name}: unknown setting{where}; {_did_you_mean(name, default[section], 'settings')}")
+
+
+def _check_type(section: str, name: str, value, default_value, where: str) -> None:
+    """ValueError unless value has the type of the default: int, float (an int is fine), bool, str,
+    list; a null default takes a string or null."""
+    if default_value is None:
+        ok, expected = value is None or isinstance(value, str), "a string or null"
+    elif isinstance(default_value, bool):
+        ok, expected = isinstance(value, bool), "true or false"
+    elif isinstance(default_value, int):
+        ok, expected = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default_value, float):
+        ok, expected = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif isinstance(default_value, str):
+        ok, expected = isinstance(value, str), "a string"
+    elif isinstance(default_value, (list, tuple)):
+        ok, expected = isinstance(value, (list, tuple)), "a list"
+    else:
+        ok, expected = True, ""
+    if not ok:
+        raise ValueError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
+                         f"(default: {json.dumps(default_value)})")
+
+
 def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dict[str, object]] = None) -> Config:
     """Load a config (default: the packaged default.cfg) and apply ``{"section.key": value}``.
 
-    Missing sections/keys are filled from the default. Raises ValueError naming a bad override.
+    Missing sections/keys are filled from the default. Raises ValueError naming the key for a
+    section or setting (in the file or an override) that the default config lacks, or a value
+    whose type differs from the default's; FileNotFoundError for a missing config file.
     """
-    base = Config().from_str(default_config_text(), interpolate=False)
+    default = Config().from_str(default_config_text(), interpolate=False)
+    base = default.copy()
+    sources = {}
     if path is not None:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"Config file not found: {path}")
         user = Config().from_disk(path, interpolate=False)
+        for section in user:
+            for name in user[section]:
+                _check_known(section, name, default, f" in {path}")
+                sources[(section, name)] = f" in {path}"
         base = base.merge(user)
     for key, value in (overrides or {}).items():
         section, _, name = key.partition(".")
         if not name or section not in base:
             raise ValueError(f"Unknown config override --{key}: expected --section.key with a section of {list(base)}")
+        _check_known(section, name, default, f" (--{key})")
+        sources[(section, name)] = f" (--{key})"
         base[section][name] = value
     for section, keys in REQUIRED.items():
         for key in keys:
             if key not in base.get(section, {}):
                 raise ValueError(f"Config is missing [{section}] {key}")
+    for section in default:
+        for name, default_value in default[section].items():
+            _check_type(section, name, base[section][name], default_value, sources.get((section, name), ""))
     return base

@@ -12,12 +12,15 @@ TF adds at run time; W_P_0 = W_hr^T of shape (dim, proj).
 """
 import json
 import os
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import h5py
 import numpy
 import torch
 
+from ..bilm.errors import ElmoWeightsError
+from ..bilm.options import read_options
+from ..bilm.weights import read_weights
 from .lm import LanguageModel
 
 
@@ -129,29 +132,55 @@ def read_vocab(path: str) -> List[str]:
         return [line.rstrip("\n") for line in f if line.rstrip("\n")]
 
 
+def _read_lm_head(path: str) -> Tuple[dict, List[int], float, Optional[int]]:
+    """(state dict arrays, cutoffs, div_value, vocab_size or None) of lm_head.hdf5; ElmoWeightsError if unreadable."""
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+    with f:
+        try:
+            head = {k: f[k][...] for k in f.keys()}
+            cutoffs = [int(c) for c in json.loads(f.attrs["cutoffs"])]
+            div_value = float(f.attrs["div_value"])
+            vocab_size = int(f.attrs["vocab_size"]) if "vocab_size" in f.attrs else None
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise ElmoWeightsError(f"{path}: cannot read the LM head (truncated, or not written by "
+                                   f"`python -m spacy_elmo pretrain`?): {e}", path=path) from e
+    return head, cutoffs, div_value, vocab_size
+
+
 def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     """Rebuild the trained LanguageModel (biLM + head) from a pretraining output directory.
 
-    Raises FileNotFoundError naming the missing file; ValueError if the biLM uses clipping
+    Raises FileNotFoundError naming the missing file; ElmoWeightsError (a ValueError) naming the
+    file for an unreadable or malformed options.json, weights.hdf5 or lm_head.hdf5, or a vocab.txt /
+    lm_head.hdf5 / options.json that do not belong together; ValueError if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`).
     """
-    for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt"):
-        path = os.path.join(directory, name)
+    paths = {name: os.path.join(directory, name) for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
+    for path in paths.values():
         if not os.path.isfile(path):
             raise FileNotFoundError(
-                f"{path} not found: perplexity needs a model directory written by `spacy_elmo pretrain` "
-                "(options.json, weights.hdf5, lm_head.hdf5, vocab.txt)"
+                f"{path} not found: a pretrained model directory needs options.json, weights.hdf5, "
+                "lm_head.hdf5 and vocab.txt (as written by `python -m spacy_elmo pretrain`)"
             )
-    with open(os.path.join(directory, "options.json"), encoding="utf-8") as f:
-        options = json.load(f)
+    options = read_options(paths["options.json"])
     lstm, cnn = options["lstm"], options["char_cnn"]
     if lstm.get("cell_clip") or lstm.get("proj_clip"):
         raise ValueError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
-    words = read_vocab(os.path.join(directory, "vocab.txt"))
-    with h5py.File(os.path.join(directory, "lm_head.hdf5"), "r") as f:
-        head = {k: f[k][...] for k in f.keys()}
-        cutoffs = json.loads(f.attrs["cutoffs"])
-        div_value = float(f.attrs["div_value"])
+    try:
+        words = read_vocab(paths["vocab.txt"])
+    except (OSError, UnicodeDecodeError) as e:
+        raise ElmoWeightsError(f"{paths['vocab.txt']}: cannot read the vocabulary (not UTF-8 text?): {e}",
+                               path=paths["vocab.txt"]) from e
+    head_path = paths["lm_head.hdf5"]
+    head, cutoffs, div_value, vocab_size = _read_lm_head(head_path)
+    if vocab_size is not None and vocab_size != len(words):
+        raise ElmoWeightsError(
+            f"{paths['vocab.txt']}: vocab.txt has {len(words):,} words but lm_head.hdf5 was trained for "
+            f"{vocab_size:,} (truncated vocab.txt, or files from different models?)", path=paths["vocab.txt"]
+        )
     model_cfg = {
         "char_dim": cnn["embedding"]["dim"],
         "filters": cnn["filters"],
@@ -163,11 +192,18 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
         "use_skip_connections": lstm.get("use_skip_connections", False),
         "dropout": 0.0,
     }
-    lm = LanguageModel(model_cfg, {"cutoffs": cutoffs, "div_value": div_value}, len(words))
-    with h5py.File(os.path.join(directory, "weights.hdf5"), "r") as f:
-        data = {}
-        f.visititems(lambda name, obj: data.__setitem__(name, obj[...]) if isinstance(obj, h5py.Dataset) else None)
-    load_biLM_datasets(lm, data)
-    lm.softmax.load_state_dict({k: torch.from_numpy(v.astype(numpy.float32)) for k, v in head.items()})
+    try:
+        lm = LanguageModel(model_cfg, {"cutoffs": cutoffs, "div_value": div_value}, len(words))
+    except ValueError as e:
+        raise ElmoWeightsError(f"{head_path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
+                               f"vocab.txt ({e})", path=head_path) from e
+    load_biLM_datasets(lm, read_weights(paths["weights.hdf5"], options))
+    try:
+        lm.softmax.load_state_dict({k: torch.from_numpy(v.astype(numpy.float32)) for k, v in head.items()})
+    except RuntimeError as e:
+        lines = str(e).splitlines()
+        reason = lines[min(1, len(lines) - 1)].strip()
+        raise ElmoWeightsError(f"{head_path}: does not match options.json / vocab.txt of {directory} "
+                               f"(lm_head.hdf5 from another model?): {reason}", path=head_path) from e
     lm.eval()
     return lm, words

@@ -13,8 +13,9 @@ def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, thread
     """{"perplexity": mean of both directions, "forward", "backward", "tokens"} on text_path.
 
     "tokens" counts predictions per direction (words plus one sentence end per sentence).
-    Raises CorpusError for a missing, empty or binary text file; FileNotFoundError for a model
-    directory without an LM head.
+    Raises CorpusError for a missing, empty or binary text file; FileNotFoundError for a missing
+    model or a model directory without an LM head; ElmoWeightsError (a ValueError) naming the file
+    for a corrupt or mismatched options.json, weights.hdf5, lm_head.hdf5 or vocab.txt.
     """
     if threads:
         torch.set_num_threads(threads)

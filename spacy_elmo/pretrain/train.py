@@ -11,6 +11,7 @@ from typing import Dict, List, Optional
 import numpy
 import torch
 
+from ..bilm.errors import ElmoWeightsError
 from .batching import epoch_batches, make_batch
 from .config import load_config
 from .corpus import Split, build_vocab, map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
@@ -120,6 +121,22 @@ def _atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _load_init_from(init_from: str):
+    """load_model(init_from), with errors that name [training] init_from."""
+    where = f"[training] init_from = {init_from!r}"
+    if not os.path.isdir(init_from):
+        raise FileNotFoundError(f"{where}: no such directory; give a model directory written by "
+                                "`python -m spacy_elmo pretrain` (OUTPUT_DIR/model), or null to train from scratch")
+    try:
+        return load_model(init_from)
+    except FileNotFoundError as err:
+        raise FileNotFoundError(f"{where}: {err}") from None
+    except ElmoWeightsError as err:
+        raise ElmoWeightsError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
 def pretrain(
     output_dir: str,
     config_path: Optional[str] = None,
@@ -137,7 +154,11 @@ def pretrain(
     evaluation), without changing the learning-rate schedule; ``resume`` then continues exactly.
 
     Raises FileExistsError if output_dir has a checkpoint and resume is False; FileNotFoundError if
-    resume is True and there is none.
+    resume is True and there is none; ValueError naming the key for an unknown or mistyped setting
+    (see :func:`.config.load_config`). A ``[training] init_from`` that is not a usable model
+    directory raises (before the corpus is tokenised) FileNotFoundError or ElmoWeightsError (a
+    ValueError) naming ``[training] init_from``, or ValueError if its architecture differs from
+    the config.
     """
     out = Path(output_dir)
     ckpt_path = out / CHECKPOINT
@@ -157,26 +178,29 @@ def pretrain(
     seed = int(t_cfg["seed"])
     torch.manual_seed(seed)
 
+    init_from = t_cfg.get("init_from") or None
+    if init_from:  # warm start: the source model's weights, LM head and vocabulary, checked before tokenising
+        source_lm, words = _load_init_from(init_from)
+        lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
+        if not resume:
+            try:
+                lm.load_state_dict(source_lm.state_dict())
+            except RuntimeError as err:
+                raise ValueError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
+                                 f"[softmax] of this config ({str(err).splitlines()[0]})") from None
+            _log(f"Initialised from {init_from}")
+        del source_lm
+
     corpus = prepare_corpus(cfg, out, progress)
     types, train, heldout = corpus["types"], corpus["train"], corpus["heldout"]
     char_table = type_char_ids(types)
-    init_from = t_cfg.get("init_from") or None
-    if init_from:  # warm start: the source model's weights, LM head and vocabulary
-        source_lm, words = load_model(init_from)
+    if init_from:
         type_to_word = map_types_to_words(types, words)
     else:
         words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
+        lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
     _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
          f"{heldout.n_tokens:,} held-out tokens; {len(types):,} types; softmax vocabulary {len(words):,}")
-
-    lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
-    if init_from and not resume:
-        try:
-            lm.load_state_dict(source_lm.state_dict())
-        except RuntimeError as err:
-            raise ValueError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
-                             f"[softmax] of this config ({str(err).splitlines()[0]})") from None
-        _log(f"Initialised from {init_from}")
     n_params = sum(p.numel() for p in lm.parameters())
     n_bilm = n_params - sum(p.numel() for p in lm.softmax.parameters())
     optimizer = torch.optim.Adam(lm.parameters(), lr=float(t_cfg["learning_rate"]))
