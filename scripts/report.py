@@ -271,9 +271,16 @@ def plot_layer_weights(runs: List[Dict], path: Path) -> bool:
 
 
 def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec",
-           elmo_model: Optional[str] = None, training_dir: Optional[Path] = None) -> str:
+           elmo_model: Optional[str] = None, training_dir: Optional[Path] = None,
+           expected: Optional[List[str]] = None) -> str:
+    """Write the report and plots; returns the markdown. ``expected``: the runs this workflow
+    makes (default: all of RUNS), listed as missing if they have no metrics."""
+    known = [name for name, *_ in RUNS]
+    unknown = sorted(set(expected or []) - set(known))
+    if unknown:
+        raise ValueError(f"unknown runs {unknown}; known: {known}")
     runs = load_runs(metrics_dir, training_dir)
-    missing = [name for name, *_ in RUNS if name not in {r["name"] for r in runs}]
+    missing = [name for name in (expected or known) if name not in {r["name"] for r in runs}]
     plots_dir.mkdir(parents=True, exist_ok=True)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     plots = {}
@@ -298,8 +305,11 @@ def main() -> None:
     parser.add_argument("--elmo-model", default=None, help="the ELMo configs' biLM (name or directory), to describe it")
     parser.add_argument("--training-dir", type=Path, default=None,
                         help="where the runs' trained pipelines are (<dir>/<run>/model-best), to report their settings")
+    parser.add_argument("--runs", nargs="+", default=None, metavar="RUN",
+                        help="the runs this workflow makes (default: all); others are not reported as missing")
     args = parser.parse_args()
-    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model, args.training_dir))
+    print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model, args.training_dir,
+                 args.runs))
 
 
 if __name__ == "__main__":

@@ -37,3 +37,12 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say loudly when the parity and pipeline tests were skipped for want of ../shared."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if "SPACY_ELMO_SHARED" in str(getattr(r, "longrepr", ""))]
+    if skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} tests skipped: shared data not found at {_shared()} "
+                                        "(reference fixture, corpora); set SPACY_ELMO_SHARED", yellow=True)

@@ -290,6 +290,12 @@ def test_report_with_some_runs_missing(tmp_path):
     assert (tmp_path / "p" / "dev_scores.png").is_file() and not (tmp_path / "p" / "layer_weights.png").exists()
     empty = report.report(tmp_path / "nothing", tmp_path / "e.md", tmp_path / "p2")
     assert "Runs without metrics" in empty
+    # The demo makes four runs: the WNUT ones are not "missing" there.
+    demo = report.report(tmp_path / "m", tmp_path / "d.md", tmp_path / "p3",
+                         expected=["tagger-ewt-base", "tagger-ewt-elmo", "ner-conll-base", "ner-conll-elmo"])
+    assert "ner-conll-base, ner-conll-elmo." in demo and "wnut" not in demo.split("Runs without metrics")[1]
+    with pytest.raises(ValueError, match="unknown runs"):
+        report.report(tmp_path / "m", tmp_path / "x.md", tmp_path / "p4", expected=["tagger-ewt-bas"])
 
 
 
@@ -381,3 +387,17 @@ def test_report_describes_the_bilm(tmp_path):
     assert "15.3M training tokens seen" in line and "7,000 steps" in line and "perplexity 87.2" in line
     assert "no meta.json" in report.bilm_summary(str(tmp_path / "missing"))
     assert report.bilm_summary(None) is None
+
+
+def test_readme_config_block_builds():
+    """The partial config shown in README.md fills (as `spacy init fill-config` does) and builds a
+    pipeline whose tagger listens to elmo."""
+    import re
+
+    from spacy.util import load_config_from_str, load_model_from_config
+
+    blocks = re.findall(r"```ini\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 1
+    nlp = load_model_from_config(load_config_from_str(blocks[0]), auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["elmo", "tagger"]
+    assert nlp.get_pipe("elmo").listening_components == ["tagger"]
