@@ -251,7 +251,9 @@ def _model_dir(path, vocab_size=100, **model):
     from spacy_elmo.pretrain.export import write_model
     from spacy_elmo.pretrain.lm import LanguageModel
 
-    cfg = load_config(overrides={k: v for k, v in TINY.items() if k.startswith(("model.", "softmax."))})
+    overrides = {k: v for k, v in TINY.items() if k.startswith(("model.", "softmax."))}
+    overrides["softmax.div_value"] = 2.0  # with 4.0 the last of 3 clusters would project 8 dims to 0
+    cfg = load_config(overrides=overrides)
     lm = LanguageModel(dict(cfg["model"], **model), dict(cfg["softmax"]), vocab_size)
     words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(vocab_size - 3)]
     write_model(lm, words, str(path), {})
@@ -281,7 +283,7 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
     assert "perplexity" not in str(err.value)
     source = _model_dir(tmp_path / "src2")
     with pytest.raises(ValueError, match=r"\[training\] init_from = .*architecture differs"):
-        run(source, **{"model.lstm_dim": 16})
+        run(source, **{"model.lstm_dim": 16, "softmax.div_value": 2.0})
 
 
 def test_corrupt_or_mismatched_model_files(tmp_path):
