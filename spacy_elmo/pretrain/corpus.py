@@ -184,8 +184,8 @@ def build_vocab(types: Sequence[str], train: Split, size: int, min_count: int) -
 def map_types_to_words(types: Sequence[str], words: Sequence[str]) -> numpy.ndarray:
     """(n_types,) int64 word id of each type in a softmax vocabulary ``words`` ([<S>, </S>, <UNK>,
     ...], as :func:`build_vocab` makes and ``vocab.txt`` stores): types 0/1 (<S>/</S>) map to
-    words 0/1, other types to their entry of ``words`` after the first three, or to 2 (<UNK>). Raises ValueError if ``words`` does not
-    start with <S>, </S>, <UNK>."""
+    words 0/1, other types to their entry of ``words`` after the first three, or to 2 (<UNK>).
+    Raises ValueError if ``words`` does not start with <S>, </S>, <UNK>."""
     if list(words[:3]) != [BOS, EOS, UNK]:
         raise ValueError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
     word_ids = {w: i for i, w in enumerate(words) if i >= 3}  # a literal "<S>" in the text is a word
