@@ -60,6 +60,17 @@ def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
     return shapes
 
 
+def open_hdf5(path: str):
+    """``h5py.File(path, "r")``; raises ElmoWeightsError naming the file if it is not a readable
+    HDF5 file (truncated, or another format)."""
+    import h5py
+
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+
+
 def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
@@ -71,12 +82,8 @@ def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ElmoWeightsError(f"{path}: weight file not found", path=path)
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
     out = {}
-    with f:
+    with open_hdf5(path) as f:
         for name, shape in layout(options).items():
             try:
                 obj = f.get(name)

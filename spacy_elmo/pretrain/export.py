@@ -20,7 +20,7 @@ import torch
 
 from ..bilm.errors import ElmoWeightsError
 from ..bilm.options import read_options
-from ..bilm.weights import read_weights
+from ..bilm.weights import open_hdf5, read_weights
 from .lm import LanguageModel
 
 
@@ -134,11 +134,7 @@ def read_vocab(path: str) -> List[str]:
 
 def _read_lm_head(path: str) -> Tuple[dict, List[int], float, Optional[int]]:
     """(state dict arrays, cutoffs, div_value, vocab_size or None) of lm_head.hdf5; ElmoWeightsError if unreadable."""
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
-    with f:
+    with open_hdf5(path) as f:
         try:
             head = {k: f[k][...] for k in f.keys()}
             cutoffs = [int(c) for c in json.loads(f.attrs["cutoffs"])]
