@@ -1,4 +1,5 @@
 """The embedded default English biLM: loads by name, is documented, and is contextual."""
+import importlib.util
 import json
 import os
 
@@ -45,13 +46,13 @@ def test_default_model_shapes(bilm):
     assert all(numpy.isfinite(o).all() for o in out)
 
 
-def _word_vectors(bilm, sentences, word):
-    import spacy
-
-    tokenizer = spacy.blank("en").tokenizer
-    token_lists = [[t.text for t in tokenizer(s)] for s in sentences]
-    layers = bilm.embed_sentences(token_lists)
-    return [lay[:, toks.index(word)] for lay, toks in zip(layers, token_lists)]
+def _probe():
+    """dev/contextual_probe.py (tokenisation, word vectors and same/cross-sense scores)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dev", "contextual_probe.py")
+    spec = importlib.util.spec_from_file_location("contextual_probe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # Two sets of sentences. SENSES above was written before the model was trained; with it, "bank"
@@ -71,17 +72,16 @@ BLIND = json.load(open(os.path.join(os.path.dirname(__file__), "data", "senses_b
 def _same_vs_cross(bilm, groups, word):
     """Mean top-layer cosine of same-sense pairs and of cross-sense pairs of ``word``'s uses;
     checks that layer 0 (char CNN) gives every use the same vector."""
+    import spacy
+
+    probe = _probe()
     sentences = [s for group in groups for s in group]
     labels = [k for k, group in enumerate(groups) for _ in group]
-    vecs = _word_vectors(bilm, sentences, word)
+    vecs = probe.word_vectors(bilm, spacy.blank("en").tokenizer, sentences, word)  # (n, L + 1, dim)
     for v in vecs[1:]:
         numpy.testing.assert_array_equal(v[0], vecs[0][0])  # layer 0 is context-independent
-    top = [v[-1] / numpy.linalg.norm(v[-1]) for v in vecs]
-    pairs = [(i, j) for i in range(len(top)) for j in range(i + 1, len(top))]
-    same = [top[i] @ top[j] for i, j in pairs if labels[i] == labels[j]]
-    cross = [top[i] @ top[j] for i, j in pairs if labels[i] != labels[j]]
-    assert len(same) + len(cross) == len(pairs) and same and cross
-    return float(numpy.mean(same)), float(numpy.mean(cross))
+    same, cross, _ = probe.scores(vecs[:, -1], labels)
+    return same, cross
 
 
 @pytest.mark.parametrize(
