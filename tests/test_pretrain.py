@@ -37,6 +37,8 @@ TINY = {
     "training.eval_every_steps": 10,
     "training.checkpoint_minutes": 1000,
     "training.threads": 1,
+    "training.precision": "float32",  # exact and fast on any CPU; bfloat16 / compile: test_pretrain_lstm.py
+    "training.compile": False,
     "corpus.block_lines": 10,
     "corpus.heldout_every": 5,
 }

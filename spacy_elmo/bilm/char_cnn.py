@@ -123,7 +123,7 @@ class CharCNN(nn.Module):
             out = self.projection.weight.new_empty(n, self.projection_dim)
             for start in range(0, n, CHUNK):
                 rows = order[start: start + CHUNK]
-                out[rows] = self._encode(flat[rows], int(lengths[rows[-1]]))
+                out[rows] = self._encode(flat[rows], int(lengths[rows[-1]])).to(out.dtype)  # bf16 under autocast
         return out.reshape(*lead, self.projection_dim)
 
     def _encode(self, flat: torch.Tensor, longest: int) -> torch.Tensor:

@@ -6,26 +6,65 @@ with the token representation (char CNN) and the softmax shared by both directio
 LSTMs. Sentences are [<S>, t_1..t_N, </S>]: the forward LM reads <S>..t_N and predicts
 t_1..</S>; the backward LM reads </S>..t_1 and predicts t_N..<S>.
 
-Speed choice: the LSTMs are ``torch.nn.LSTM(proj_size=...)`` (fused kernel) without clipping. This
-is the LSTM-with-projection of bilm-tf with ``cell_clip`` and ``proj_clip`` off, so the exported
-options.json declares both as null and the inference biLM computes the same function
-(see :mod:`.export`).
+The LSTMs are LSTMs with projection without clipping: bilm-tf's LSTMP with ``cell_clip`` and
+``proj_clip`` off, so the exported options.json declares both as null and the inference biLM
+computes the same function (see :mod:`.export`). ``lstm_impl`` picks how they run, with the same
+parameters under the same names either way (checkpoints are interchangeable):
+
+- ``"fused"`` (default): :class:`.recurrent.ProjectedLSTM`, both directions of a layer in one pass,
+  hand-written backward, matrix products in ``gemm_dtype`` (float32, or bfloat16 on CPUs that
+  have it; see :func:`.hardware.resolve_precision`), element-wise steps fused by torch.compile
+  when ``compile`` is true;
+- ``"torch"``: ``torch.nn.LSTM(proj_size=...)``, the trainer of the first release (float32).
 """
 import warnings
 from typing import Dict
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from ..bilm.char_cnn import CharCNN
+from .recurrent import ProjectedLSTM, compiled_cells, run_layers
+
+LSTM_IMPLS = ("fused", "torch")
 
 # torch warns once that LSTM(proj_size=...) does not use oneDNN; it still runs at ~130 GFLOP/s here.
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
 
 
+def adaptive_nll(softmax: nn.AdaptiveLogSoftmaxWithLoss, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """-log p(target | x) (N,) float32 under an adaptive softmax (Grave et al. 2017): the same
+    function as ``-softmax(x, target).output``, written with ``cross_entropy`` so that its linear
+    layers follow an enclosing autocast (torch's module mixes dtypes under bfloat16 autocast).
+    x (N, in_features); target (N,) int64 in [0, n_classes)."""
+    head_target = target.clone()
+    nll = torch.zeros(target.shape[0], device=x.device)
+    for i, tail in enumerate(softmax.tail):
+        low, high = softmax.cutoffs[i], softmax.cutoffs[i + 1]
+        rows = ((target >= low) & (target < high)).nonzero().squeeze(1)
+        if rows.numel():
+            head_target[rows] = softmax.shortlist_size + i
+            logits = tail(x[rows]).float()
+            nll = nll.index_add(0, rows, F.cross_entropy(logits, target[rows] - low, reduction="none"))
+    return nll + F.cross_entropy(softmax.head(x).float(), head_target, reduction="none")
+
+
 class LanguageModel(nn.Module):
-    def __init__(self, model_cfg: dict, softmax_cfg: dict, vocab_size: int):
+    """The training biLM. model_cfg: the [model] section; softmax_cfg: [softmax]; vocab_size: rows
+    of the softmax. lstm_impl: "fused" or "torch" (see the module docstring); gemm_dtype:
+    torch.float32 or torch.bfloat16 for the fused LSTM's products; compile: fuse its element-wise
+    steps with torch.compile (falls back to eager where unavailable). Raises ValueError for an
+    unknown lstm_impl, or bfloat16 with "torch"."""
+
+    def __init__(self, model_cfg: dict, softmax_cfg: dict, vocab_size: int, lstm_impl: str = "fused",
+                 gemm_dtype: torch.dtype = torch.float32, compile: bool = False):
         super().__init__()
+        if lstm_impl not in LSTM_IMPLS:
+            raise ValueError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
+        if lstm_impl == "torch" and gemm_dtype != torch.float32:
+            raise ValueError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
+        self.lstm_impl, self.gemm_dtype = lstm_impl, gemm_dtype
         c = model_cfg
         self.n_layers = int(c["n_layers"])
         self.use_skip_connections = bool(c["use_skip_connections"])
@@ -39,12 +78,16 @@ class LanguageModel(nn.Module):
             activation=c["activation"],
         )
         P, C = self.projection_dim, self.lstm_dim
-        self.forward_lstms = nn.ModuleList(
-            nn.LSTM(P, C, proj_size=P, batch_first=True) for _ in range(self.n_layers)
-        )
-        self.backward_lstms = nn.ModuleList(
-            nn.LSTM(P, C, proj_size=P, batch_first=True) for _ in range(self.n_layers)
-        )
+
+        def make_lstm():
+            if lstm_impl == "torch":
+                return nn.LSTM(P, C, proj_size=P, batch_first=True)
+            lstm = ProjectedLSTM(P, C, P, gemm_dtype)
+            lstm.cells = (compile and compiled_cells(gemm_dtype)) or lstm.cells
+            return lstm
+
+        self.forward_lstms = nn.ModuleList(make_lstm() for _ in range(self.n_layers))
+        self.backward_lstms = nn.ModuleList(make_lstm() for _ in range(self.n_layers))
         self.dropout = nn.Dropout(float(c.get("dropout", 0.0)))
         cutoffs = [int(x) for x in softmax_cfg["cutoffs"] if int(x) < vocab_size - 1]
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(
@@ -73,13 +116,26 @@ class LanguageModel(nn.Module):
             },
         }
 
-    def _run_direction(self, lstms: nn.ModuleList, x: torch.Tensor) -> torch.Tensor:
-        """x (B, T, P) left-aligned; trailing padding cannot reach earlier positions."""
-        h = x
-        for i, lstm in enumerate(lstms):
-            out, _ = lstm(self.dropout(h))
-            h = out + h if (self.use_skip_connections and i > 0) else out
-        return self.dropout(h)
+    def _autocast(self):
+        """bfloat16 autocast for the char CNN and the softmax when the LSTMs use bfloat16 products
+        (their log-softmax still runs in float32: torch's autocast policy); a no-op otherwise."""
+        device = self.char_cnn.projection.weight.device.type
+        return torch.autocast(device, dtype=torch.bfloat16, enabled=self.gemm_dtype == torch.bfloat16)
+
+    def _run_lstms(self, x_f: torch.Tensor, x_b: torch.Tensor):
+        """x_f, x_b (B, T, P) left-aligned (trailing padding cannot reach earlier positions) ->
+        the top layer's outputs of the forward and the backward LM, (B, T, P) each."""
+        h_f, h_b = x_f, x_b
+        for i, (lstm_f, lstm_b) in enumerate(zip(self.forward_lstms, self.backward_lstms)):
+            in_f, in_b = self.dropout(h_f), self.dropout(h_b)
+            if self.lstm_impl == "torch":
+                out_f, out_b = lstm_f(in_f)[0], lstm_b(in_b)[0]
+            else:
+                out_f, out_b = run_layers([lstm_f, lstm_b], [in_f, in_b])
+            if self.use_skip_connections and i > 0:
+                out_f, out_b = out_f + h_f, out_b + h_b
+            h_f, h_b = out_f, out_b
+        return self.dropout(h_f), self.dropout(h_b)
 
     def forward(
         self,
@@ -97,28 +153,23 @@ class LanguageModel(nn.Module):
         Returns {"loss": mean NLL over both directions, "fwd_nll": sum, "bwd_nll": sum,
         "fwd_count": n, "bwd_count": n} (nats).
         """
-        types = self.char_cnn(char_ids)
+        with self._autocast():
+            types = self.char_cnn(char_ids).float()
         types = torch.cat([types, types.new_zeros(1, types.shape[1])])
         pad = types.shape[0] - 1
-        outs, targets = [], []
-        for lstms, inputs, tgt in (
-            (self.forward_lstms, fwd_inputs, fwd_targets),
-            (self.backward_lstms, bwd_inputs, bwd_targets),
-        ):
-            x = types[torch.where(inputs >= 0, inputs, pad)]
-            h = self._run_direction(lstms, x)
-            mask = tgt >= 0
-            outs.append(h[mask])
-            targets.append(tgt[mask])
+        x_f = types[torch.where(fwd_inputs >= 0, fwd_inputs, pad)]
+        x_b = types[torch.where(bwd_inputs >= 0, bwd_inputs, pad)]
+        h_f, h_b = self._run_lstms(x_f, x_b)
+        mask_f, mask_b = fwd_targets >= 0, bwd_targets >= 0
+        outs = [h_f[mask_f], h_b[mask_b]]
+        targets = [fwd_targets[mask_f], bwd_targets[mask_b]]
         n_fwd = targets[0].shape[0]
-        result = self.softmax(torch.cat(outs), torch.cat(targets))
-        logp = result.output
-        fwd_nll = -logp[:n_fwd].sum()
-        bwd_nll = -logp[n_fwd:].sum()
+        with self._autocast():
+            nll = adaptive_nll(self.softmax, torch.cat(outs), torch.cat(targets))
         return {
-            "loss": result.loss,
-            "fwd_nll": fwd_nll.detach(),
-            "bwd_nll": bwd_nll.detach(),
+            "loss": nll.mean(),
+            "fwd_nll": nll[:n_fwd].sum().detach(),
+            "bwd_nll": nll[n_fwd:].sum().detach(),
             "fwd_count": n_fwd,
-            "bwd_count": logp.shape[0] - n_fwd,
+            "bwd_count": nll.shape[0] - n_fwd,
         }

@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy
 import torch
@@ -17,6 +17,8 @@ from .config import load_config
 from .corpus import Split, build_vocab, map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
 from .export import load_model, write_model
 from .lm import LanguageModel
+from .hardware import cpu_name, resolve_device, resolve_precision
+from .recurrent import cell_forward
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -67,13 +69,19 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     return {"types": types, "train": train, "heldout": heldout, "files": files}
 
 
-def lr_factor(step: int, warmup: int, max_steps: int, final: float) -> float:
-    """Linear warm-up to 1, then linear decay to `final` at max_steps."""
+def lr_factor(step: int, warmup: int, max_steps: int, final: float, decay_steps: int = 0) -> float:
+    """Learning-rate multiplier at `step`: linear warm-up to 1 over `warmup` steps, then linear decay
+    to `final` at `max_steps`. With `decay_steps` > 0 the rate stays at 1 until
+    `max_steps - decay_steps` and decays only over the last `decay_steps` ("warmup-stable-decay",
+    Hagele et al. 2024, arXiv:2405.18392): a run in its stable phase can be extended by raising
+    `max_steps` on --resume without any jump in the rate.
+    """
     if warmup and step < warmup:
         return (step + 1) / warmup
-    if max_steps <= warmup:
+    decay_start = max(warmup, max_steps - decay_steps) if decay_steps else warmup
+    if max_steps <= decay_start:
         return 1.0
-    frac = min(1.0, (step - warmup) / max(1, max_steps - warmup))
+    frac = min(1.0, max(0.0, (step - decay_start) / max(1, max_steps - decay_start)))
     return 1.0 - (1.0 - final) * frac
 
 
@@ -100,7 +108,7 @@ def evaluate(lm: LanguageModel, split: Split, char_table, type_to_word, max_toke
                 break
             longest = max(longest, length)
             end += 1
-        batch = make_batch(split, order[start:end], char_table, type_to_word)
+        batch = _to(make_batch(split, order[start:end], char_table, type_to_word), lm)
         out = lm(**batch)
         sums["fwd"] += float(out["fwd_nll"])
         sums["bwd"] += float(out["bwd_nll"])
@@ -113,6 +121,12 @@ def evaluate(lm: LanguageModel, split: Split, char_table, type_to_word, max_toke
     bwd = math.exp(sums["bwd"] / sums["n"])
     mean = math.exp((sums["fwd"] + sums["bwd"]) / (2 * sums["n"]))
     return {"perplexity": mean, "forward": fwd, "backward": bwd, "tokens": sums["n"]}
+
+
+def _to(batch: Dict[str, torch.Tensor], lm: LanguageModel) -> Dict[str, torch.Tensor]:
+    """The batch's tensors on the LM's device."""
+    device = lm.char_cnn.projection.weight.device
+    return batch if device.type == "cpu" else {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
 def _atomic_save(obj, path: Path) -> None:
@@ -135,6 +149,27 @@ def _load_init_from(init_from: str):
         raise ElmoWeightsError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
     except ValueError as err:
         raise ValueError(f"{where}: {err}") from None
+
+
+def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
+    """The training LanguageModel of a config, on its [training] device, and how it runs (for
+    meta.json). Raises ValueError for an unknown or unavailable device or precision."""
+    t_cfg = cfg["training"]
+    impl = str(t_cfg.get("lstm_impl", "fused"))
+    device = resolve_device(str(t_cfg.get("device", "cpu")))
+    dtype, reason = resolve_precision(str(t_cfg.get("precision", "auto")), str(device))
+    if impl == "torch":
+        dtype, reason = torch.float32, "float32 (lstm_impl = 'torch')"
+    compile_cells = bool(t_cfg.get("compile", False)) and impl == "fused" and device.type == "cpu"
+    lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), vocab_size, lstm_impl=impl, gemm_dtype=dtype,
+                       compile=compile_cells).to(device)
+    compiled = compile_cells and lm.forward_lstms[0].cells[0] is not cell_forward
+    path = {"device": str(device), "lstm_impl": impl, "precision": str(dtype).replace("torch.", ""),
+            "precision_reason": reason, "compiled_cells": bool(compiled), "cpu": cpu_name(),
+            "threads": torch.get_num_threads()}
+    if device.type == "cuda":
+        path["gpu"] = torch.cuda.get_device_name(device)
+    return lm, path
 
 
 def pretrain(
@@ -178,10 +213,11 @@ def pretrain(
     seed = int(t_cfg["seed"])
     torch.manual_seed(seed)
 
+    resolve_device(str(t_cfg.get("device", "cpu")))  # an unavailable device fails before any work
     init_from = t_cfg.get("init_from") or None
     if init_from:  # warm start: the source model's weights, LM head and vocabulary, checked before tokenising
         source_lm, words = _load_init_from(init_from)
-        lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
+        lm, run_path = make_lm(cfg, len(words))
         if not resume:
             try:
                 lm.load_state_dict(source_lm.state_dict())
@@ -198,7 +234,7 @@ def pretrain(
         type_to_word = map_types_to_words(types, words)
     else:
         words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
-        lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), len(words))
+        lm, run_path = make_lm(cfg, len(words))
     _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
          f"{heldout.n_tokens:,} held-out tokens; {len(types):,} types; softmax vocabulary {len(words):,}")
     n_params = sum(p.numel() for p in lm.parameters())
@@ -207,7 +243,8 @@ def pretrain(
     max_steps = int(t_cfg["max_steps"])
     sched = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
-        lambda s: lr_factor(s, int(t_cfg.get("warmup_steps", 0)), max_steps, float(t_cfg.get("final_lr_fraction", 1.0))),
+        lambda s: lr_factor(s, int(t_cfg.get("warmup_steps", 0)), max_steps, float(t_cfg.get("final_lr_fraction", 1.0)),
+                            int(t_cfg.get("decay_steps", 0))),
     )
     state = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "seconds": 0.0, "history": []}
     if resume:
@@ -219,12 +256,14 @@ def pretrain(
         torch.set_rng_state(ckpt["torch_rng"])
         _log(f"Resumed from {ckpt_path} at step {state['step']:,} ({state['tokens']:,} tokens)")
     state.setdefault("commands", []).append(
-        {"command": command or [], "at_step": state["step"], "threads": torch.get_num_threads()}
+        {"command": command or [], "at_step": state["step"], "threads": torch.get_num_threads(), "path": run_path}
     )
 
     tpb = int(t_cfg["tokens_per_batch"])
     max_tokens = int(t_cfg.get("max_tokens", 0))
     max_minutes = float(t_cfg.get("max_minutes", 0))
+    stint_seconds = 60.0 * float(t_cfg.get("stop_after_minutes", 0))
+    started = time.time()
     ckpt_seconds = 60.0 * float(t_cfg.get("checkpoint_minutes", 5))
     eval_every = int(t_cfg.get("eval_every_steps", 0))
     eval_tokens = int(t_cfg.get("eval_tokens", 0))
@@ -295,13 +334,14 @@ def pretrain(
                     raise StopIteration
                 if stop["signal"] is not None:
                     raise KeyboardInterrupt
-                if stop_after is not None and state["step"] >= stop_after:
+                if (stop_after is not None and state["step"] >= stop_after) or (
+                        stint_seconds and time.time() - started >= stint_seconds):
                     if bar is not None:
                         bar.close()
                     checkpoint()
                     return meta()
                 t0 = time.time()
-                batch = make_batch(train, batches[state["batch"]], char_table, type_to_word)
+                batch = _to(make_batch(train, batches[state["batch"]], char_table, type_to_word), lm)
                 result = lm(**batch)
                 optimizer.zero_grad(set_to_none=True)
                 result["loss"].backward()

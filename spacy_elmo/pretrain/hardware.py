@@ -1,0 +1,86 @@
+"""What the training machine can do: ``[training] device`` and ``[training] precision``.
+
+Device: "cpu" (default), "cuda" or "cuda:N". A CUDA device that torch cannot see is a ValueError
+naming the setting; checkpoints are saved from and loaded to CPU memory, so a run started on one
+device resumes on another.
+
+Precision: which number format the pretraining's matrix products use.
+
+- ``"float32"``: everything in float32.
+- ``"bfloat16"``: the fused LSTM's products read bfloat16 operands and accumulate in float32
+  (:mod:`.recurrent`); parameters, optimizer state, cell states and the exported weights stay
+  float32. On CPU this pays only where the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX):
+  measured on a Zen 4 (AVX512-BF16), a bfloat16 GEMM ran 2-3x a float32 one on ELMo's shapes.
+- ``"auto"`` (default): bfloat16 where it pays (a CUDA device, or a CPU with AVX512-BF16 / AMX),
+  float32 otherwise.
+
+An explicit "bfloat16" on a CPU without native support falls back to float32 with a warning
+(emulated bfloat16 is slower than float32). The choice and its reason go into meta.json.
+"""
+import warnings
+from typing import Tuple
+
+import torch
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+
+
+def resolve_device(name: str) -> torch.device:
+    """torch.device for [training] device; ValueError naming the setting if it is not a device
+    name or not available here."""
+    where = f"[training] device = {name!r}"
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{where}: not a device name; expected 'cpu', 'cuda' or 'cuda:N'") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{where}: no CUDA device is available here (torch {torch.__version__}); use 'cpu'")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"{where}: only {torch.cuda.device_count()} CUDA device(s) here")
+    elif device.type != "cpu":
+        raise ValueError(f"{where}: only 'cpu' and 'cuda' devices are supported")
+    return device
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), for meta.json and benchmarks."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def cpu_bf16_capability() -> str:
+    """'amx_bf16', 'avx512_bf16' or '' (none) for this CPU, as torch reports it."""
+    caps = torch.cpu.get_capabilities() if hasattr(torch.cpu, "get_capabilities") else {}
+    for name in ("amx_bf16", "avx512_bf16"):
+        if caps.get(name):
+            return name
+    return ""
+
+
+def resolve_precision(requested: str, device: str = "cpu") -> Tuple[torch.dtype, str]:
+    """(dtype of the products, a one-line reason) for [training] precision on device.
+
+    Raises ValueError for a value not in PRECISIONS.
+    """
+    if requested not in PRECISIONS:
+        raise ValueError(f"[training] precision = {requested!r}: expected one of {', '.join(PRECISIONS)}")
+    if requested == "float32":
+        return torch.float32, "float32 (as configured)"
+    if device.startswith("cuda"):
+        return torch.bfloat16, f"bfloat16 on {device} ({requested})"
+    cap = cpu_bf16_capability()
+    if cap:
+        return torch.bfloat16, f"bfloat16 products on CPU ({cap}; {requested})"
+    if requested == "bfloat16":
+        warnings.warn("[training] precision = 'bfloat16': this CPU has no AVX512-BF16 or AMX, where "
+                      "bfloat16 is slower than float32; using float32")
+    return torch.float32, "float32 (CPU without AVX512-BF16 / AMX)"
