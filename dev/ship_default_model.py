@@ -6,6 +6,12 @@ Copies model/{options.json,weights.hdf5,lm_head.hdf5,vocab.txt,meta.json} and th
 into spacy_elmo/models/NAME/, writes ATTRIBUTION.md for the training text, and checks the 30 MB
 package budget. The weights are copied as they are (float32): the model must stay the function
 the pretraining command produced.
+
+If the run was warm-started (``[training] init_from``) from the model being replaced, the
+replaced release's meta.json goes into the new one as ``init_from`` (its steps, tokens, held-out
+perplexity, history and evaluation), and ``training.tokens_seen_total`` counts both: the model's
+whole lineage stays on record. With ../shared present, WiC (dev/wic.py) is measured and stored
+in ``evaluation.wic``.
 """
 import json
 import shutil
@@ -33,16 +39,53 @@ of each file) were not trained on.
 """
 
 
+def _lineage(src: Path, dst: Path) -> dict:
+    """The replaced release's meta.json when the run was warm-started from it, else {}."""
+    from confection import Config
+
+    init_from = Config().from_disk(src / "config.cfg", interpolate=False)["training"].get("init_from")
+    old = dst / "meta.json"
+    if not init_from or not old.is_file() or Path(init_from).resolve() != dst.resolve():
+        return {}
+    previous = json.loads(old.read_text())
+    if "wic" not in previous.get("evaluation", {}):  # releases before dev/wic.py: measure it now
+        scores = _wic(dst)
+        if scores is not None:
+            previous.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **scores}
+    return previous
+
+
+def _wic(dst: Path):
+    sys.path.insert(0, str(ROOT / "dev"))
+    import wic
+
+    from spacy_elmo.bilm import BiLM
+
+    if not Path(wic.DEFAULT_WIC).is_dir():
+        return None
+    return wic.wic_scores(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"))
+
+
 def main(run_dir: str, name: str = "en_elmo_small") -> None:
     src = Path(run_dir)
     dst = ROOT / "spacy_elmo" / "models" / name
     dst.mkdir(parents=True, exist_ok=True)
+    previous = _lineage(src, dst)
     for f in FILES:
         shutil.copy2(src / "model" / f, dst / f)
+    meta = json.loads((dst / "meta.json").read_text())
+    if previous:
+        meta["init_from"] = {k: previous[k] for k in ("training", "heldout", "history", "evaluation", "init_from")
+                             if k in previous}
+        meta["training"]["tokens_seen_total"] = meta["training"]["tokens_seen"] + previous["training"].get(
+            "tokens_seen_total", previous["training"]["tokens_seen"])
+    wic_scores = _wic(dst)
+    if wic_scores is not None:
+        meta.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **wic_scores}
+    (dst / "meta.json").write_text(json.dumps(meta, indent=2))
     shutil.copy2(src / "config.cfg", dst / "config.cfg")
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")
     size = sum(p.stat().st_size for p in dst.iterdir()) / 2 ** 20
-    meta = json.loads((dst / "meta.json").read_text())
     print(f"{dst}: {size:.1f} MB; steps {meta['training']['steps']}, tokens {meta['training']['tokens_seen']:,}, "
           f"held-out {meta.get('heldout')}")
     if size > LIMIT_MB:

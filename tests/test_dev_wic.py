@@ -1,0 +1,76 @@
+"""dev/wic.py: the WiC reader, the threshold tuning and the per-layer scores."""
+import importlib.util
+import os
+
+import numpy
+import pytest
+
+from spacy_elmo.bilm import BiLM
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _wic():
+    spec = importlib.util.spec_from_file_location("wic", os.path.join(REPO, "dev", "wic.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write(tmp_path, split, rows, gold):
+    (tmp_path / f"{split}.data.txt").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / f"{split}.gold.txt").write_text("".join(g + "\n" for g in gold), encoding="utf-8")
+
+
+ROWS = [
+    ("bank", "N", "4-1", "We sat by the bank .", "The bank raised rates ."),
+    ("bank", "N", "1-4", "The bank raised rates .", "She works at the bank ."),
+    ("plant", "N", "1-1", "The plant grows .", "The plant closed ."),
+    ("run", "V", "1-2", "They run fast .", "We will run home ."),
+]
+
+
+def test_tune_threshold_finds_the_best_cut():
+    wic = _wic()
+    cos = numpy.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
+    gold = numpy.array([False, False, True, False, True, True])
+    threshold, acc = wic.tune_threshold(cos, gold)
+    assert acc == pytest.approx(5 / 6)
+    assert ((cos > threshold) == gold).mean() == pytest.approx(acc)
+    assert 0.2 < threshold < 0.3 or 0.6 < threshold < 0.7
+    # all the same label: a threshold outside the range
+    threshold, acc = wic.tune_threshold(cos, numpy.ones(6, dtype=bool))
+    assert acc == 1.0 and threshold < cos.min()
+
+
+def test_read_split_errors(tmp_path):
+    wic = _wic()
+    with pytest.raises(FileNotFoundError, match="train.data.txt"):
+        wic.read_split(str(tmp_path), "train")
+    _write(tmp_path, "train", [("bank", "N", "9-1", "By the bank .", "The bank .")], ["T"])
+    with pytest.raises(ValueError, match=r"train.data.txt:1: target index out of range"):
+        wic.read_split(str(tmp_path), "train")
+    _write(tmp_path, "train", ROWS, ["T", "F"])
+    with pytest.raises(ValueError, match="2 labels for 4 pairs"):
+        wic.read_split(str(tmp_path), "train")
+    (tmp_path / "train.data.txt").write_text("bank\tN\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected 5 tab-separated fields"):
+        wic.read_split(str(tmp_path), "train")
+
+
+def test_scores_per_layer_with_a_real_bilm(tmp_path, fixture_dir):
+    """Layer 0 (char CNN) is context-free: the same word in two sentences has cosine 1 there;
+    every layer and the average get a train-tuned threshold and a dev accuracy."""
+    wic = _wic()
+    _write(tmp_path, "train", ROWS, ["F", "T", "F", "T"])
+    _write(tmp_path, "dev", ROWS[::-1], ["T", "F", "T", "F"])
+    bilm = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+    pairs, _ = wic.read_split(str(tmp_path), "train")
+    cos = wic.pair_cosines(bilm, pairs)
+    assert set(cos) == {"0", "1", "2", "mean"}
+    numpy.testing.assert_allclose(cos["0"], 1.0, atol=1e-6)
+    assert (cos["2"] < 1 - 1e-4).all()  # the biLSTM layers see the context
+    scores = wic.wic_scores(bilm, str(tmp_path))
+    for view in ("0", "1", "2", "mean"):
+        assert 0 <= scores[view]["dev_accuracy"] <= 100
+        assert scores[view]["train_accuracy"] >= 50  # the tuned threshold is at least the majority
