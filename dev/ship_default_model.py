@@ -73,6 +73,9 @@ def main(run_dir: str, name: str = "en_elmo_small") -> None:
     previous = _lineage(src, dst)
     for f in FILES:
         shutil.copy2(src / "model" / f, dst / f)
+    from spacy_elmo.bilm import integrity
+
+    integrity.record(str(dst), FILES[:4])  # sha256.json, checked on every load
     meta = json.loads((dst / "meta.json").read_text())
     if previous:
         meta["init_from"] = {k: previous[k] for k in ("training", "heldout", "history", "evaluation", "init_from")

@@ -13,6 +13,7 @@ import numpy
 import torch
 from torch import nn
 
+from . import integrity
 from .char_cnn import CharCNN
 from .chars import BOS_IDS, EOS_IDS, tokens_to_char_array
 from .lstm import ElmoLstm
@@ -63,8 +64,12 @@ class BiLM(nn.Module):
 
         Raises :class:`~.errors.ElmoWeightsError` (a ValueError) naming the file and dataset for a
         missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
-        or bad options.
+        bad options, or a file whose sha256 differs from the one recorded beside it
+        (:mod:`.integrity`; files without a recorded digest load unchecked).
         """
+        for path in (options_file, weight_file):
+            if os.path.isfile(path):
+                integrity.verify(path)
         options = read_options(options_file)
         arrays = read_weights(weight_file, options)
         sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
@@ -94,12 +99,14 @@ class BiLM(nn.Module):
         return cls.from_files(options_file, weight_file, stateful=stateful)
 
     def save(self, directory) -> None:
-        """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``."""
+        """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``,
+        and their sha256 into ``sha256.json``."""
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
         sd = {k: v.detach().cpu().float().numpy() for k, v in self.state_dict().items()}
         write_options(self.options, os.path.join(directory, "options.json"))
         write_weights(os.path.join(directory, "weights.hdf5"), from_state_dict(sd, self.options))
+        integrity.record(directory)
 
     def weights_changed(self) -> None:
         """Drop the cached oneDNN copies of the weights so the next call repacks them.

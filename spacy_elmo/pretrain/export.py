@@ -18,6 +18,7 @@ import h5py
 import numpy
 import torch
 
+from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
 from ..bilm.options import read_options
 from ..bilm.weights import open_hdf5, read_weights
@@ -105,7 +106,8 @@ def load_biLM_datasets(lm: LanguageModel, data: dict) -> None:
 
 
 def write_model(lm: LanguageModel, words: List[str], directory: str, meta: dict) -> None:
-    """Write options.json, weights.hdf5, lm_head.hdf5, vocab.txt and meta.json into directory."""
+    """Write options.json, weights.hdf5, lm_head.hdf5, vocab.txt and meta.json into directory,
+    and the sha256 of the first four into sha256.json (checked when the biLM is loaded)."""
     os.makedirs(directory, exist_ok=True)
     tmp = lambda name: os.path.join(directory, name + ".tmp")  # noqa: E731
     with open(tmp("options.json"), "w", encoding="utf-8") as f:
@@ -125,6 +127,7 @@ def write_model(lm: LanguageModel, words: List[str], directory: str, meta: dict)
         json.dump(meta, f, indent=2)
     for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt", "meta.json"):
         os.replace(tmp(name), os.path.join(directory, name))
+    integrity.record(directory, ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt"))
 
 
 def read_vocab(path: str) -> List[str]:
