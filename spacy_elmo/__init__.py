@@ -5,10 +5,19 @@
 ``learned_mixes``, ``format_mixes`` (from :mod:`spacy_elmo.pipeline`), ``BiLM``, ``batch_to_ids``
 (from :mod:`spacy_elmo.bilm`) and ``DEFAULT_MODEL`` (the packaged default biLM's name).
 spaCy finds the ``elmo`` factory and the ``spacy_elmo.*`` architectures through entry points.
+
+``import spacy_elmo`` also registers ``doc._.elmo`` / ``span._.elmo`` / ``token._.elmo``, so Docs
+stored with their user data (``DocBin(store_user_data=True)``, ``doc.to_bytes()``) read back in
+a fresh process: at once if spaCy is already imported, else right after spaCy is first imported
+(a one-shot import hook; see :mod:`._extensions_hook`), so this import stays light.
 """
 __version__ = "0.1.0"
 
-_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "learned_mixes",
+from ._extensions_hook import install_on_spacy_import  # noqa: E402
+
+install_on_spacy_import()
+
+_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError", "learned_mixes",
              "format_mixes", "Mix")
 _BILM = ("BiLM", "batch_to_ids")
 

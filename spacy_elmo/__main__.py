@@ -17,8 +17,12 @@ def init_config_cli(output: Optional[Path] = typer.Argument(None, help="File to 
     text = default_config_text()
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        typer.echo(f"error: cannot write {output}: {err.strerror or err}", err=True)
+        raise typer.Exit(2)
 
 
 @app.command(
@@ -38,7 +42,11 @@ def pretrain_cli(
     from .pretrain.corpus import CorpusError
     from .pretrain.train import pretrain
 
-    overrides = parse_config_overrides(ctx.args)
+    try:
+        overrides = parse_config_overrides(ctx.args)
+    except Exception as err:  # noqa: BLE001 - click's NoSuchOption and the like: one line, exit 2
+        typer.echo(f"error: {err} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).", err=True)
+        raise typer.Exit(2)
     try:
         pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
                  progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:])

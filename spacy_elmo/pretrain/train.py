@@ -205,8 +205,6 @@ def pretrain(
         if ckpt_path.exists():
             raise FileExistsError(f"{ckpt_path} exists: pass --resume to continue, or choose a new output directory")
         cfg = load_config(config_path, overrides)
-    out.mkdir(parents=True, exist_ok=True)
-    cfg.to_disk(out / "config.cfg")
     t_cfg = cfg["training"]
     if int(t_cfg.get("threads", 0)):
         torch.set_num_threads(int(t_cfg["threads"]))
@@ -235,6 +233,8 @@ def pretrain(
     else:
         words, type_to_word = build_vocab(types, train, int(cfg["vocab"]["size"]), int(cfg["vocab"]["min_count"]))
         lm, run_path = make_lm(cfg, len(words))
+    out.mkdir(parents=True, exist_ok=True)
+    cfg.to_disk(out / "config.cfg")  # only once corpus and model are ready: a failed start leaves no config
     _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
          f"{heldout.n_tokens:,} held-out tokens; {len(types):,} types; softmax vocabulary {len(words):,}")
     n_params = sum(p.numel() for p in lm.parameters())
