@@ -13,6 +13,7 @@ Downstream components use ``spacy_elmo.ElmoListener.v1`` as their ``tok2vec`` (o
 ``spacy_elmo.ElmoConcat.v1`` as the ``embed`` of ``spacy.Tok2Vec.v2``); each learns its own
 :class:`ScalarMix` of the layers. :func:`learned_mixes` reads those mixes back.
 """
+from .alignment import ElmoAlignmentError
 from .architectures import DEFAULT_MODEL, elmo_concat_v1, elmo_listener_v1, elmo_v1, scalar_mix_v1
 from .component import ElmoComponent, make_elmo
 from .data_classes import ElmoData
@@ -22,6 +23,6 @@ from .layers.scalar_mix import ScalarMix
 from .loading import ElmoConfigError
 from .mixes import Mix, format_mixes, learned_mixes
 
-__all__ = ["DEFAULT_MODEL", "ElmoComponent", "ElmoConfigError", "ElmoData", "ElmoListener", "ScalarMix",
-           "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes", "install_extensions",
+__all__ = ["DEFAULT_MODEL", "ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData", "ElmoListener",
+           "ScalarMix", "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes", "install_extensions",
            "learned_mixes", "make_elmo", "scalar_mix_v1"]

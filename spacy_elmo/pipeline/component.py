@@ -137,7 +137,8 @@ class ElmoComponent(TrainablePipe):
         return self.model.predict(list(docs))
 
     def set_annotations(self, docs: Iterable[Doc], layers: List) -> None:
-        """Set ``doc._.elmo`` per ``store`` and ``dtype`` (nothing for ``store="none"``)."""
+        """Set ``doc._.elmo`` per ``store`` and ``dtype`` (nothing for ``store="none"``). The setter
+        records the tokens' character offsets, so the rows follow later merges and splits."""
         store, dtype = self.cfg["store"], self.cfg["dtype"]
         if store == "none":
             return

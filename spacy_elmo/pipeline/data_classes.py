@@ -4,6 +4,8 @@ It serializes with ``doc.to_bytes()`` / ``DocBin`` through a registered srsly ms
 encoder: arrays are written as little-endian numpy (cupy arrays are copied to the host), and
 read back as numpy. A process that has not imported ``spacy_elmo.pipeline`` reads the value
 back as a plain dict; the ``doc._.elmo`` getter turns such a dict into :class:`ElmoData`.
+Values stored before ``offsets`` / ``text_hash`` existed read back with both None (see
+:mod:`.alignment` for how they are then matched to the tokens).
 """
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence
@@ -25,10 +27,17 @@ class ElmoData:
         char-CNN token layer, layer j = biLSTM layer j, each ``[forward; backward]``); ``K = 1``
         for ``store="mix"`` (uniform average of all layers) or ``store="top"`` (top biLSTM layer).
     store: which of those ("all", "mix", "top").
+    offsets: int64 numpy (n_tokens, 2), the (start, end) character offsets of the tokens the rows
+        belong to, or None (filled in from the Doc when the value is set or first read). When the
+        Doc's tokens change (merged or split after ``elmo`` ran), the ``doc._.elmo`` /
+        ``span._.elmo`` / ``token._.elmo`` getters realign the rows: see :mod:`.alignment`.
+    text_hash: ``zlib.crc32`` of the Doc's UTF-8 text, or None (filled in like ``offsets``).
     """
 
     layers: Any
     store: str = "all"
+    offsets: Any = None
+    text_hash: Optional[int] = None
 
     def __len__(self) -> int:
         return int(self.layers.shape[1])
@@ -56,11 +65,13 @@ class ElmoData:
         return gamma * xp.tensordot(s, self.layers.astype("float32"), axes=1)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"layers": to_numpy(self.layers), "store": self.store}
+        return {"layers": to_numpy(self.layers), "store": self.store, "offsets": self.offsets,
+                "text_hash": self.text_hash}
 
     @classmethod
     def from_dict(cls, msg: Dict[str, Any]) -> "ElmoData":
-        return cls(layers=msg["layers"], store=msg.get("store", "all"))
+        return cls(layers=msg["layers"], store=msg.get("store", "all"), offsets=msg.get("offsets"),
+                   text_hash=msg.get("text_hash"))
 
 
 @srsly.msgpack_encoders("spacy_elmo_data")
