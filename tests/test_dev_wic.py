@@ -74,3 +74,23 @@ def test_scores_per_layer_with_a_real_bilm(tmp_path, fixture_dir):
     for view in ("0", "1", "2", "mean"):
         assert 0 <= scores[view]["dev_accuracy"] <= 100
         assert scores[view]["train_accuracy"] >= 50  # the tuned threshold is at least the majority
+
+
+def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
+    """dev/learning_curve.py: tokens of earlier runs offset later ones; the PNG is written."""
+    import json
+
+    spec = importlib.util.spec_from_file_location("learning_curve", os.path.join(REPO, "dev", "learning_curve.py"))
+    lc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lc)
+    first = {"training": {"tokens_seen": 100}, "history": [{"tokens_seen": 50, "perplexity": 9.0}],
+             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0}, "mean": {"dev_accuracy": 54.0}}}}
+    second = {"name": "m", "training": {"tokens_seen": 40}, "history": [{"tokens_seen": 20, "perplexity": 8.0}],
+              "init_from": first}
+    chain = lc.lineage(second)
+    assert [offset for _, offset in chain] == [0, 100]
+    assert chain[-1][0] is second
+    (tmp_path / "meta.json").write_text(json.dumps(second))
+    out = tmp_path / "curve.png"
+    lc.main(str(tmp_path), str(out))
+    assert out.stat().st_size > 1000
