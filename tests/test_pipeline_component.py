@@ -177,6 +177,34 @@ def test_clear_errors_for_bad_files(files, tmp_path):
         make_nlp(files, max_tokens=0)
 
 
+def test_one_elmo_component_per_pipeline(files):
+    """Two elmo components would share doc._.elmo: the second one is refused when it is added."""
+    config = {"options_path": files[0], "weights_path": files[1]}
+    nlp = make_nlp(files)
+    with pytest.raises(ElmoConfigError) as err:
+        nlp.add_pipe("elmo", name="elmo2", config=config)
+    message = str(err.value)
+    assert message.startswith("[components.elmo2] ") and "\n" not in message
+    assert "only one elmo component per pipeline" in message.lower() and "doc._.elmo" in message
+    assert "'elmo'" in message and "second pipeline" in message
+    assert err.value.key == "factory" and err.value.path is None
+    assert nlp.pipe_names == ["elmo"]
+    with nlp.select_pipes(disable=["elmo"]):  # a disabled elmo still owns doc._.elmo
+        with pytest.raises(ElmoConfigError, match="already has 'elmo'"):
+            nlp.add_pipe("elmo", name="elmo2", config=config)
+    # the same from a config (spacy.load / spacy train build pipelines this way)
+    two = nlp.config.copy()
+    two["nlp"]["pipeline"] = ["elmo", "elmo2"]
+    two["components"]["elmo2"] = two["components"]["elmo"]
+    with pytest.raises(ElmoConfigError, match=r"\[components.elmo2\] cannot add a second elmo"):
+        spacy.util.load_model_from_config(two)
+    # replacing or re-adding the one elmo component is fine
+    nlp.replace_pipe("elmo", "elmo", config=config)
+    nlp.remove_pipe("elmo")
+    nlp.add_pipe("elmo", name="elmo2", config=config)
+    assert nlp.pipe_names == ["elmo2"] and nlp("Still works.")._.elmo is not None
+
+
 def test_default_packaged_model():
     from spacy_elmo.bilm.pretrained import DEFAULT_MODEL, available
 

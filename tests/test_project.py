@@ -181,9 +181,7 @@ rain NN I-NP O
 
 
 def test_conll2003_spacy_convert_reads_iob1(tmp_path):
-    from spacy.training.converters import conll_ner_to_docs
-
-    docs = list(conll_ner_to_docs(CONLL_SAMPLE, no_print=True))
+    docs = _script("conll2003_to_spacy").text_to_docs(CONLL_SAMPLE)  # spaCy's `ner` converter
     assert len(docs) == 2  # -DOCSTART- splits documents
     ents = [(e.text, e.label_) for d in docs for e in d.ents]
     assert ents == [("Maria Lopez", "PER"), ("Lisbon", "LOC"), ("Acme Widgets", "ORG"),
@@ -202,11 +200,54 @@ def test_conll2003_spacy_convert_reads_iob1(tmp_path):
 def test_conll2003_spacy_convert_on_real_lines():
     from spacy.training.converters import conll_ner_to_docs
 
+    convert = _script("conll2003_to_spacy")
     text = _shared_data("data/ner/conll2003/eng.train").read_text(encoding="utf-8")
     head = "\n".join(text.split("\n")[:2000]).rsplit("\n\n", 1)[0] + "\n"  # whole sentences only
-    docs = list(conll_ner_to_docs(head, no_print=True))
+    docs = convert.text_to_docs(head)
     ents = [(e.text, e.label_) for d in docs for e in d.ents]
     assert ents == _iob1_entities(head) and len(ents) > 100
+    # the same Docs as `spacy convert -c ner` on this copy, and on a copy with the other marker
+    spacy_docs = conll_ner_to_docs(head, n_sents=1, no_print=True)
+    assert [_conll_doc(d) for d in docs] == [_conll_doc(d) for d in spacy_docs]
+    other = convert.text_to_docs(head.replace("-DOCSTART- -X- O O", "-DOCSTART- -X- -X- O"))
+    assert [_conll_doc(d) for d in other] == [_conll_doc(d) for d in docs]
+
+
+def _conll_doc(doc):
+    return ([t.text for t in doc], [t.tag_ for t in doc], [t.is_sent_start for t in doc],
+            [(e.start, e.end, e.label_) for e in doc.ents])
+
+
+# Written for this test: both -DOCSTART- forms, one of them not followed by an empty line.
+CONLL_MARKERS_SAMPLE = """-DOCSTART- -X- -X- O
+
+Anna NNP I-NP I-PER
+sings VBZ I-VP O
+
+-DOCSTART- -X- O O
+Oslo NNP I-NP I-LOC
+wins VBZ I-VP O
+
+Rain NN I-NP O
+-DOCSTART-\t-X-\t-X-\tO
+Bo NNP I-NP I-PER
+"""
+
+
+def test_conll2003_converter_takes_both_docstart_forms(tmp_path):
+    convert = _script("conll2003_to_spacy")
+    docs = convert.text_to_docs(CONLL_MARKERS_SAMPLE)
+    assert [[t.text for t in d] for d in docs] == [["Anna", "sings"], ["Oslo", "wins", "Rain"], ["Bo"]]
+    assert [len(list(d.sents)) for d in docs] == [1, 2, 1]
+    ents = [(e.text, e.label_) for d in docs for e in d.ents]
+    assert ents == [("Anna", "PER"), ("Oslo", "LOC"), ("Bo", "PER")]
+    src = tmp_path / "sample.iob"
+    src.write_text(CONLL_MARKERS_SAMPLE.replace("\n", "\r\n"), encoding="utf-8")
+    assert convert.convert(src, tmp_path / "docs.spacy") == (3, 4, 6)
+    prepare = _script("prepare_corpus")  # then one Doc per sentence, as in the project's convert step
+    assert prepare.prepare(tmp_path / "docs.spacy", tmp_path / "sents.spacy", sentences=True) == (4, 6)
+    sents = list(DocBin().from_disk(tmp_path / "sents.spacy").get_docs(spacy.blank("en").vocab))
+    assert len(sents) == 4 and all(t.text != "-DOCSTART-" for d in sents for t in d)
 
 
 def test_prepare_corpus_upos_as_tag_and_subset(tmp_path):

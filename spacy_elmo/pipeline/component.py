@@ -25,6 +25,7 @@ from .extensions import install_extensions
 from .layers.bilm_layer import BiLMLayer, get_bilm
 from .layers.doc_layers import DocLayers, bilm_of
 from .layers.listener import ElmoListener
+from .loading import ElmoConfigError
 from .replace import replace_listener, replace_listener_cfg
 
 DTYPES = ("float32", "float16")
@@ -50,8 +51,12 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
     dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32). With
         float16, listeners read the rounded layers at prediction time (training used float32).
     cache_size: tokens of biLM layers kept between epochs when training with a frozen biLM (0 = off).
+
+    One ``elmo`` component per pipeline: adding a second one (any name) raises ElmoConfigError,
+    since both would write the one ``doc._.elmo`` (see :func:`check_single_elmo`).
     """
     where = f"[components.{name}]"
+    check_single_elmo(nlp, where)
     for key, value, allowed in (("store", store, STORE_KINDS), ("dtype", dtype, DTYPES)):
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
@@ -62,6 +67,27 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
     doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, source)
     doc_layers.attrs["replace_listener"] = replace_listener
     return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype)
+
+
+def check_single_elmo(nlp: Language, where: str) -> None:
+    """Raise ElmoConfigError (key ``"factory"``) if ``nlp`` already has an ``elmo`` component
+    (enabled or disabled, made by the factory or sourced): two of them would both write the one
+    ``doc._.elmo`` slot, and the later one would silently overwrite the earlier one's layers."""
+    def is_elmo(pipe_name: str) -> bool:
+        if isinstance(nlp.get_pipe(pipe_name), ElmoComponent):
+            return True
+        try:
+            return nlp.get_pipe_config(pipe_name).get("factory") == "elmo"
+        except (KeyError, ValueError):  # a component without a stored config
+            return False
+
+    existing = [n for n in nlp.component_names if is_elmo(n)]
+    if existing:
+        raise ElmoConfigError(
+            f"{where} cannot add a second elmo component: the pipeline already has {existing[0]!r}. "
+            f"Only one elmo component per pipeline is supported, because they all write the same "
+            f"doc._.elmo; use one elmo component (any number of listeners can share it) or put the "
+            f"other biLM in a second pipeline (its own spacy.blank / spacy.load)", "factory", None)
 
 
 class ElmoComponent(TrainablePipe):

@@ -6,6 +6,8 @@ from typing import Optional, Tuple
 class ElmoConfigError(ValueError):
     """The biLM named in a config cannot be loaded. The message names the config section and key
     (``model``, ``options_path`` or ``weights_path``), the path and the reason.
+    Also raised, with key ``"factory"`` and path None, for a second ``elmo`` component in one
+    pipeline (both would write ``doc._.elmo``).
     Attributes: ``key``, ``path``."""
 
     def __init__(self, message: str, key: str, path: Optional[str]):
