@@ -116,11 +116,15 @@ class LanguageModel(nn.Module):
             },
         }
 
+    @property
+    def device(self) -> torch.device:
+        """The device of the parameters."""
+        return self.char_cnn.projection.weight.device
+
     def _autocast(self):
         """bfloat16 autocast for the char CNN and the softmax when the LSTMs use bfloat16 products
         (their log-softmax still runs in float32: torch's autocast policy); a no-op otherwise."""
-        device = self.char_cnn.projection.weight.device.type
-        return torch.autocast(device, dtype=torch.bfloat16, enabled=self.gemm_dtype == torch.bfloat16)
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.gemm_dtype == torch.bfloat16)
 
     def _run_lstms(self, x_f: torch.Tensor, x_b: torch.Tensor):
         """x_f, x_b (B, T, P) left-aligned (trailing padding cannot reach earlier positions) ->

@@ -15,13 +15,17 @@ export to bilm-tf files (:mod:`.export`) are the same for both.
 Why faster (measured in ``benchmarks/bench_pretrain.py``):
 
 - the input projection of all time steps is one matrix product; only the recurrence loops;
-- the backward pass is hand-written (:class:`_Recurrence`): per step it does two skinny products
-  and the element-wise gate derivatives, and the weight gradients of ``W_hh`` and ``W_hr`` are one
-  product each over all steps instead of one per step;
+- the two directions of a biLM layer run in one pass (:func:`run_layers`): every product is one
+  ``bmm`` over both;
+- the backward pass is hand-written (:class:`_LSTMP`): per step it does two skinny products and
+  the element-wise gate derivatives, and the weight gradients of ``W_ih``, ``W_hh`` and ``W_hr``
+  are one product each over all steps instead of one per step;
+- the element-wise steps can be fused by torch.compile (:func:`compiled_cells`);
 - optionally (``gemm_dtype=torch.bfloat16``) every matrix product reads bfloat16 copies of its
   operands, which runs ~2-3x faster than float32 on CPUs with AVX512-BF16 or AMX. Products
-  accumulate in float32; the gate pre-activations, cell state and every element-wise step stay
-  float32; parameters and their gradients are float32.
+  accumulate in float32; cell states and the element-wise steps are float32 (the gate inputs and
+  derivatives between products are rounded to bfloat16); parameters and their gradients are
+  float32.
 """
 import warnings
 from typing import Optional

@@ -125,7 +125,7 @@ def evaluate(lm: LanguageModel, split: Split, char_table, type_to_word, max_toke
 
 def _to(batch: Dict[str, torch.Tensor], lm: LanguageModel) -> Dict[str, torch.Tensor]:
     """The batch's tensors on the LM's device."""
-    device = lm.char_cnn.projection.weight.device
+    device = lm.device
     return batch if device.type == "cpu" else {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
