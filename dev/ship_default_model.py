@@ -1,17 +1,20 @@
 """Copy a pretraining run's exported model into the package as a shipped model.
 
-usage: python dev/ship_default_model.py training/en_elmo_small [en_elmo_small]
+usage: python dev/ship_default_model.py training/en_elmo_small [en_elmo_small] [--float16]
 
 Copies model/{options.json,weights.hdf5,lm_head.hdf5,vocab.txt,meta.json} and the run's config.cfg
 into spacy_elmo/models/NAME/, writes ATTRIBUTION.md for the training text, and checks the 30 MB
-package budget. The weights are copied as they are (float32): the model must stay the function
-the pretraining command produced.
+package budget. The weights are copied as they are (float32), or with ``--float16`` stored as
+float16 (half the size; every reader restores float32, so the shipped function is the trained
+one with its weights rounded to float16). The held-out perplexity of the shipped files (after any
+rounding) is measured again on the run's whole held-out split and stored as ``heldout_shipped``.
 
-If the run was warm-started (``[training] init_from``) from the model being replaced, the
-replaced release's meta.json goes into the new one as ``init_from`` (its steps, tokens, held-out
-perplexity, history and evaluation), and ``training.tokens_seen_total`` counts both: the model's
-whole lineage stays on record. With ../shared present, WiC (dev/wic.py) is measured and stored
-in ``evaluation.wic``.
+If the run was warm-started (``[training] init_from``), the source model's meta.json goes into the
+new one as ``init_from`` (its steps, tokens, held-out perplexity, history and evaluation), and so
+on back to the first run (the replaced release's meta.json carries its own lineage; a run's model
+directory is followed through its run's config.cfg); ``training.tokens_seen_total`` counts them
+all. With ../shared present, WiC (dev/wic.py) is measured for the new model and for any model of
+the lineage without it, and stored in ``evaluation.wic``.
 """
 import json
 import shutil
@@ -39,20 +42,84 @@ of each file) were not trained on.
 """
 
 
-def _lineage(src: Path, dst: Path) -> dict:
-    """The replaced release's meta.json when the run was warm-started from it, else {}."""
+def _init_from(run_dir: Path):
+    """The [training] init_from of a run directory's config.cfg (a Path), or None."""
     from confection import Config
 
-    init_from = Config().from_disk(src / "config.cfg", interpolate=False)["training"].get("init_from")
-    old = dst / "meta.json"
-    if not init_from or not old.is_file() or Path(init_from).resolve() != dst.resolve():
-        return {}
-    previous = json.loads(old.read_text())
-    if "wic" not in previous.get("evaluation", {}):  # releases before dev/wic.py: measure it now
-        scores = _wic(dst)
+    cfg = run_dir / "config.cfg"
+    if not cfg.is_file():
+        return None
+    value = Config().from_disk(cfg, interpolate=False)["training"].get("init_from")
+    if not value:
+        return None
+    path = Path(value)
+    return path if path.is_absolute() or path.exists() else ROOT / path  # configs name paths from the repo root
+
+
+def _source_meta(model_dir: Path, dst: Path) -> dict:
+    """meta.json of a warm start's source model, with its own lineage under ``init_from``, and
+    WiC measured where it is missing. ``dst`` (the release being replaced) carries its lineage
+    already; a run's model/ directory is followed through the run's config.cfg."""
+    meta = json.loads((model_dir / "meta.json").read_text())
+    if "wic" not in meta.get("evaluation", {}):
+        scores = _wic(model_dir)
         if scores is not None:
-            previous.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **scores}
-    return previous
+            meta.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **scores}
+    if model_dir.resolve() != dst.resolve() and "init_from" not in meta:
+        parent = _init_from(model_dir.parent) if model_dir.name == "model" else None
+        if parent is not None and (parent / "meta.json").is_file():
+            meta["init_from"] = _source_meta(parent, dst)
+    if "init_from" in meta:
+        previous = meta["init_from"]
+        meta["training"]["tokens_seen_total"] = meta["training"]["tokens_seen"] + previous["training"].get(
+            "tokens_seen_total", previous["training"]["tokens_seen"])
+    return meta
+
+
+def _lineage(src: Path, dst: Path) -> dict:
+    """The warm start's source model's meta.json with its lineage (see :func:`_source_meta`), or
+    {} for a run trained from scratch. Read before anything in ``dst`` is replaced."""
+    init_from = _init_from(src)
+    if init_from is None or not (init_from / "meta.json").is_file():
+        return {}
+    return _source_meta(init_from, dst)
+
+
+def _to_float16(path: Path) -> None:
+    """Rewrite every floating-point dataset of an HDF5 file as float16, keeping names and the
+    file's attributes (atomically: a temporary file renamed into place)."""
+    import h5py
+    import numpy
+
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with h5py.File(path, "r") as src, h5py.File(tmp, "w") as out:
+        for key, value in src.attrs.items():
+            out.attrs[key] = value
+
+        def copy(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                data = obj[...]
+                out.create_dataset(name, data=data.astype(numpy.float16) if data.dtype.kind == "f" else data)
+
+        src.visititems(copy)
+    tmp.replace(path)
+
+
+def _heldout(src: Path, dst: Path) -> dict:
+    """Perplexity of the shipped files on the run's whole held-out split (its corpus cache)."""
+    from spacy_elmo.pretrain.config import load_config
+    from spacy_elmo.pretrain.corpus import map_types_to_words, type_char_ids
+    from spacy_elmo.pretrain.export import load_model
+    from spacy_elmo.pretrain.corpus_cache import prepare_corpus
+    from spacy_elmo.pretrain.evaluation import evaluate
+
+    cfg = load_config(src / "config.cfg")
+    corpus = prepare_corpus(cfg, src, progress=False)
+    lm, words = load_model(str(dst))
+    types = corpus["types"]
+    result = evaluate(lm, corpus["heldout"], type_char_ids(types), map_types_to_words(types, words), 0,
+                      int(cfg["training"]["tokens_per_batch"]))
+    return {**result, "files": "as shipped (after any float16 rounding)"}
 
 
 def _wic(dst: Path):
@@ -66,22 +133,28 @@ def _wic(dst: Path):
     return wic.wic_scores(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"))
 
 
-def main(run_dir: str, name: str = "en_elmo_small") -> None:
+def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False) -> None:
     src = Path(run_dir)
     dst = ROOT / "spacy_elmo" / "models" / name
     dst.mkdir(parents=True, exist_ok=True)
     previous = _lineage(src, dst)
     for f in FILES:
         shutil.copy2(src / "model" / f, dst / f)
+    if float16:
+        for f in ("weights.hdf5", "lm_head.hdf5"):
+            _to_float16(dst / f)
     from spacy_elmo.bilm import integrity
 
     integrity.record(str(dst), FILES[:4])  # sha256.json, checked on every load
     meta = json.loads((dst / "meta.json").read_text())
+    meta["storage"] = "float16 (read as float32)" if float16 else "float32"
     if previous:
-        meta["init_from"] = {k: previous[k] for k in ("training", "heldout", "history", "evaluation", "init_from")
-                             if k in previous}
+        meta["init_from"] = {k: previous[k] for k in ("training", "heldout", "heldout_shipped", "history",
+                                                       "evaluation", "init_from") if k in previous}
         meta["training"]["tokens_seen_total"] = meta["training"]["tokens_seen"] + previous["training"].get(
             "tokens_seen_total", previous["training"]["tokens_seen"])
+    if (src / "corpus" / "key.json").is_file():
+        meta["heldout_shipped"] = _heldout(src, dst)
     wic_scores = _wic(dst)
     if wic_scores is not None:
         meta.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **wic_scores}
@@ -90,10 +163,11 @@ def main(run_dir: str, name: str = "en_elmo_small") -> None:
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")
     size = sum(p.stat().st_size for p in dst.iterdir()) / 2 ** 20
     print(f"{dst}: {size:.1f} MB; steps {meta['training']['steps']}, tokens {meta['training']['tokens_seen']:,}, "
-          f"held-out {meta.get('heldout')}")
+          f"held-out {meta.get('heldout')}, as shipped {meta.get('heldout_shipped')}")
     if size > LIMIT_MB:
         sys.exit(f"{dst} is {size:.1f} MB, over the {LIMIT_MB} MB budget")
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    args = [a for a in sys.argv[1:] if a != "--float16"]
+    main(*args, float16="--float16" in sys.argv[1:])

@@ -333,3 +333,24 @@ def test_init_config_header_shows_the_real_usage():
     text = default_config_text()
     assert "pretrain OUTPUT_DIR --config CONFIG" in text
     assert "pretrain CONFIG OUTPUT_DIR" not in text
+
+
+def test_init_from_a_narrower_model_widens_it(corpus, tmp_path):
+    """A wider [model] than init_from's starts from the same function (same perplexity before the
+    first step), records the widening in meta.json, and trains."""
+    from spacy_elmo.pretrain.perplexity import perplexity
+
+    pretrain(str(tmp_path / "first"), overrides=_overrides(corpus, **{"training.max_steps": 20}), progress=False)
+    source = str(tmp_path / "first" / "model")
+    text = tmp_path / "text.txt"
+    text.write_text("\n".join(SENTENCES) + "\n")
+    wide = {"training.init_from": source, "model.projection_dim": 12, "model.lstm_dim": 48, "training.max_steps": 20}
+    meta = pretrain(str(tmp_path / "wide"), overrides=_overrides(corpus, **wide), progress=False, stop_after=0)
+    assert meta["options"]["lstm"]["projection_dim"] == 12
+    assert meta["training"]["commands"][0]["path"]["widened"] == {"projection_dim": [8, 12], "lstm_dim": [32, 48]}
+    before = perplexity(source, str(text))
+    after = perplexity(str(tmp_path / "wide" / "model"), str(text))
+    assert after["perplexity"] == pytest.approx(before["perplexity"], rel=1e-5)
+    meta = pretrain(str(tmp_path / "wide"), resume=True, progress=False)
+    assert meta["training"]["steps"] == 20
+    assert perplexity(str(tmp_path / "wide" / "model"), str(text))["perplexity"] < before["perplexity"]

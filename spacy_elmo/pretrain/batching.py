@@ -13,6 +13,26 @@ from .corpus import Split
 POOL_BATCHES = 100  # sentences are length-sorted within pools of ~100 batches
 
 
+def pack(sorted_ids: numpy.ndarray, lengths: numpy.ndarray, tokens_per_batch: int) -> List[numpy.ndarray]:
+    """Cut sentence ids, already sorted by length, into consecutive batches whose padded size
+    (longest sentence + 2 boundary tokens, times the number of sentences) stays within
+    ``tokens_per_batch`` (a longer sentence gets a batch of its own). lengths: tokens per
+    sentence id (without the boundaries). The one batching rule of training and evaluation."""
+    batches: List[numpy.ndarray] = []
+    current: List[int] = []
+    longest = 0
+    for idx in sorted_ids:
+        n = int(lengths[idx]) + 2
+        if current and max(longest, n) * (len(current) + 1) > tokens_per_batch:
+            batches.append(numpy.asarray(current))
+            current, longest = [], 0
+        current.append(int(idx))
+        longest = max(longest, n)
+    if current:
+        batches.append(numpy.asarray(current))
+    return batches
+
+
 def epoch_batches(split: Split, tokens_per_batch: int, seed: int, epoch: int) -> List[numpy.ndarray]:
     """Sentence indices of each batch of one epoch (shuffled, similar lengths together)."""
     rng = numpy.random.default_rng([seed, epoch])
@@ -23,19 +43,7 @@ def epoch_batches(split: Split, tokens_per_batch: int, seed: int, epoch: int) ->
     batches: List[numpy.ndarray] = []
     for start in range(0, len(order), pool_size):
         pool = order[start : start + pool_size]
-        pool = pool[numpy.argsort(lengths[pool], kind="stable")]
-        pool_batches = []
-        current: List[int] = []
-        longest = 0
-        for idx in pool:
-            n = int(lengths[idx]) + 2
-            if current and max(longest, n) * (len(current) + 1) > tokens_per_batch:
-                pool_batches.append(numpy.asarray(current))
-                current, longest = [], 0
-            current.append(int(idx))
-            longest = max(longest, n)
-        if current:
-            pool_batches.append(numpy.asarray(current))
+        pool_batches = pack(pool[numpy.argsort(lengths[pool], kind="stable")], lengths, tokens_per_batch)
         for j in rng.permutation(len(pool_batches)):
             batches.append(pool_batches[j])
     return batches

@@ -5,10 +5,12 @@ The biLM goes to ``options.json`` + ``weights.hdf5`` in the bilm-tf layout (what
 ``AdaptiveLogSoftmaxWithLoss`` state dict) and the softmax vocabulary to ``vocab.txt`` (bilm-tf's
 vocabulary format: one token a line, starting with <S>, </S>, <UNK>).
 
-LSTM mapping (torch.nn.LSTM with proj_size -> TF LSTMCell with num_proj, as bilm-tf saves it):
-torch gates are ordered (i, f, g, o), TF's W_0 / B columns (i, j=g, f, o); W_0 is
-[W_ih, W_hh]^T of shape (input + proj, 4 * dim); B = b_ih + b_hh minus the forget_bias 1.0 that
-TF adds at run time; W_P_0 = W_hr^T of shape (dim, proj).
+The training LSTMs (torch.nn.LSTM's parameters, gates (i, f, g, o)) are converted into the
+inference :class:`~spacy_elmo.bilm.BiLM`'s state dict (:func:`to_bilm_state_dict`), which
+:mod:`spacy_elmo.bilm.weights` maps to and from the bilm-tf datasets: one reader and one writer
+of the format. In bilm-tf terms: W_0 = [W_ih, W_hh]^T (input + proj, 4 * dim) with columns
+(i, j=g, f, o); B = b_ih + b_hh minus the forget_bias 1.0 that TF adds at run time;
+W_P_0 = W_hr^T (dim, proj).
 """
 import json
 import os
@@ -21,82 +23,73 @@ import torch
 from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
 from ..bilm.options import read_options
-from ..bilm.weights import open_hdf5, read_weights
+from ..bilm.lstm import FORGET_BIAS
+from ..bilm.weights import from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
 from .lm import LanguageModel
 
 
-def _tf_gate_order(x: numpy.ndarray, dim: int) -> numpy.ndarray:
-    """(i, f, g, o) -> (i, g, f, o) along the last axis; the map is its own inverse."""
-    i, f, g, o = (x[..., k * dim : (k + 1) * dim] for k in range(4))
-    return numpy.concatenate([i, g, f, o], axis=-1)
+TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
+INTERNAL_TO_TORCH = (0, 1, 3, 2)  # the permutation is its own inverse
+F_BLOCK = 1  # the forget gate's block, the same in both orders
 
 
-def biLM_datasets(lm: LanguageModel) -> dict:
-    """dataset name -> float32 array, in the bilm-tf layout."""
-    out = {}
-    sd = {k: v.detach().cpu().numpy().astype(numpy.float32) for k, v in lm.state_dict().items()}
-    out["char_embed"] = sd["char_cnn.char_embedding.weight"][1:]
-    for i in range(len(lm.char_cnn.convs)):
-        out[f"CNN/W_cnn_{i}"] = numpy.transpose(sd[f"char_cnn.convs.{i}.weight"], (2, 1, 0))[None]
-        out[f"CNN/b_cnn_{i}"] = sd[f"char_cnn.convs.{i}.bias"]
-    n = lm.char_cnn.n_filters
-    for k in range(len(lm.char_cnn.highways)):
-        w = sd[f"char_cnn.highways.{k}.linear.weight"]
-        b = sd[f"char_cnn.highways.{k}.linear.bias"]
-        out[f"CNN_high_{k}/W_transform"] = w[:n].T.copy()
-        out[f"CNN_high_{k}/W_carry"] = w[n:].T.copy()
-        out[f"CNN_high_{k}/b_transform"] = b[:n]
-        out[f"CNN_high_{k}/b_carry"] = b[n:]
-    out["CNN_proj/W_proj"] = sd["char_cnn.projection.weight"].T.copy()
-    out["CNN_proj/b_proj"] = sd["char_cnn.projection.bias"]
+def _gates(a: numpy.ndarray, order, C: int) -> numpy.ndarray:
+    """Reorder the four C-wide gate blocks of the last axis."""
+    return numpy.concatenate([a[..., k * C: (k + 1) * C] for k in order], axis=-1)
+
+
+def to_bilm_state_dict(lm: LanguageModel) -> dict:
+    """The training LM's biLM part as :class:`~spacy_elmo.bilm.BiLM` state-dict arrays (float32):
+    the char CNN has the same names; each layer's LSTMs of both directions become
+    ``lstm.w_input.{l}`` (2, P_in, 4C) = W_ih^T, ``lstm.w_state.{l}`` (2, P, 4C) = W_hh^T,
+    ``lstm.bias.{l}`` (2, 4C) = b_ih + b_hh minus bilm-tf's run-time forget bias, and
+    ``lstm.w_proj.{l}`` (2, C, P) = W_hr^T, gates reordered from torch's (i, f, g, o) to (i, f, o, j)."""
+    sd = {k: v.detach().cpu().float().numpy() for k, v in lm.state_dict().items()}
+    out = {k: v for k, v in sd.items() if k.startswith("char_cnn.")}
     C = lm.lstm_dim
-    for d, name in enumerate(("forward_lstms", "backward_lstms")):
-        for layer in range(lm.n_layers):
+    for layer in range(lm.n_layers):
+        parts = {"w_input": [], "w_state": [], "bias": [], "w_proj": []}
+        for name in ("forward_lstms", "backward_lstms"):
             p = f"{name}.{layer}."
-            w = numpy.concatenate([sd[p + "weight_ih_l0"], sd[p + "weight_hh_l0"]], axis=1).T
-            b = sd[p + "bias_ih_l0"] + sd[p + "bias_hh_l0"]
-            b = _tf_gate_order(b, C)
-            b[2 * C : 3 * C] -= 1.0
-            cell = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-            out[f"{cell}/W_0"] = _tf_gate_order(w, C).copy()
-            out[f"{cell}/B"] = b
-            out[f"{cell}/W_P_0"] = sd[p + "weight_hr_l0"].T.copy()
+            bias = _gates(sd[p + "bias_ih_l0"] + sd[p + "bias_hh_l0"], TORCH_TO_INTERNAL, C)
+            bias[F_BLOCK * C:(F_BLOCK + 1) * C] -= FORGET_BIAS
+            parts["w_input"].append(_gates(sd[p + "weight_ih_l0"].T, TORCH_TO_INTERNAL, C))
+            parts["w_state"].append(_gates(sd[p + "weight_hh_l0"].T, TORCH_TO_INTERNAL, C))
+            parts["bias"].append(bias)
+            parts["w_proj"].append(sd[p + "weight_hr_l0"].T)
+        for key, arrays in parts.items():
+            out[f"lstm.{key}.{layer}"] = numpy.stack(arrays)
+    return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in out.items()}
+
+
+def from_bilm_state_dict(lm: LanguageModel, sd: dict) -> dict:
+    """The inverse of :func:`to_bilm_state_dict` as the training LM's state-dict arrays (b_ih takes
+    the whole bias, b_hh is zero; the sum is what the LSTM uses)."""
+    out = {k: v for k, v in sd.items() if k.startswith("char_cnn.")}
+    C = lm.lstm_dim
+    for layer in range(lm.n_layers):
+        for d, name in enumerate(("forward_lstms", "backward_lstms")):
+            p = f"{name}.{layer}."
+            bias = sd[f"lstm.bias.{layer}"][d].copy()
+            bias[F_BLOCK * C:(F_BLOCK + 1) * C] += FORGET_BIAS
+            out[p + "weight_ih_l0"] = _gates(sd[f"lstm.w_input.{layer}"][d], INTERNAL_TO_TORCH, C).T
+            out[p + "weight_hh_l0"] = _gates(sd[f"lstm.w_state.{layer}"][d], INTERNAL_TO_TORCH, C).T
+            out[p + "bias_ih_l0"] = _gates(bias, INTERNAL_TO_TORCH, C)
+            out[p + "bias_hh_l0"] = numpy.zeros_like(bias)
+            out[p + "weight_hr_l0"] = sd[f"lstm.w_proj.{layer}"][d].T
     return out
 
 
+def biLM_datasets(lm: LanguageModel) -> dict:
+    """dataset name -> float32 array, in the bilm-tf layout (through BiLM's state dict and
+    :func:`spacy_elmo.bilm.weights.from_state_dict`, the one mapping of the format)."""
+    return from_state_dict(to_bilm_state_dict(lm), lm.options())
+
+
 def load_biLM_datasets(lm: LanguageModel, data: dict) -> None:
-    """Inverse of :func:`biLM_datasets` (b_hh is set to zero, b_ih takes the whole bias)."""
-    C = lm.lstm_dim
-    sd = {}
-    emb = numpy.zeros((data["char_embed"].shape[0] + 1, data["char_embed"].shape[1]), numpy.float32)
-    emb[1:] = data["char_embed"]
-    sd["char_cnn.char_embedding.weight"] = emb
-    for i in range(len(lm.char_cnn.convs)):
-        sd[f"char_cnn.convs.{i}.weight"] = numpy.transpose(data[f"CNN/W_cnn_{i}"][0], (2, 1, 0))
-        sd[f"char_cnn.convs.{i}.bias"] = data[f"CNN/b_cnn_{i}"]
-    for k in range(len(lm.char_cnn.highways)):
-        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate(
-            [data[f"CNN_high_{k}/W_transform"].T, data[f"CNN_high_{k}/W_carry"].T]
-        )
-        sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate(
-            [data[f"CNN_high_{k}/b_transform"], data[f"CNN_high_{k}/b_carry"]]
-        )
-    sd["char_cnn.projection.weight"] = data["CNN_proj/W_proj"].T
-    sd["char_cnn.projection.bias"] = data["CNN_proj/b_proj"]
-    for d, name in enumerate(("forward_lstms", "backward_lstms")):
-        for layer in range(lm.n_layers):
-            cell = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-            w = _tf_gate_order(data[f"{cell}/W_0"], C).T
-            b = data[f"{cell}/B"].astype(numpy.float32).copy()
-            b[2 * C : 3 * C] += 1.0
-            b = _tf_gate_order(b, C)
-            in_dim = w.shape[1] - lm.projection_dim
-            p = f"{name}.{layer}."
-            sd[p + "weight_ih_l0"] = w[:, :in_dim]
-            sd[p + "weight_hh_l0"] = w[:, in_dim:]
-            sd[p + "bias_ih_l0"] = b
-            sd[p + "bias_hh_l0"] = numpy.zeros_like(b)
-            sd[p + "weight_hr_l0"] = data[f"{cell}/W_P_0"].T
+    """Inverse of :func:`biLM_datasets`: load bilm-tf datasets into the training LM. Raises
+    ValueError naming the parameter on a shape mismatch."""
+    sd = from_bilm_state_dict(lm, to_state_dict(dict(data), lm.options()))
     own = lm.state_dict()
     tensors = {k: torch.from_numpy(numpy.ascontiguousarray(v, dtype=numpy.float32)) for k, v in sd.items()}
     for k, v in tensors.items():
@@ -112,9 +105,7 @@ def write_model(lm: LanguageModel, words: List[str], directory: str, meta: dict)
     tmp = lambda name: os.path.join(directory, name + ".tmp")  # noqa: E731
     with open(tmp("options.json"), "w", encoding="utf-8") as f:
         json.dump(lm.options(), f, indent=2)
-    with h5py.File(tmp("weights.hdf5"), "w") as f:
-        for name, array in biLM_datasets(lm).items():
-            f.create_dataset(name, data=array)
+    write_weights(tmp("weights.hdf5"), biLM_datasets(lm))
     with h5py.File(tmp("lm_head.hdf5"), "w") as f:
         for name, tensor in lm.softmax.state_dict().items():
             f.create_dataset(name, data=tensor.detach().cpu().numpy().astype(numpy.float32))

@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..bilm.char_cnn import CharCNN
+from ..bilm.chars import MAX_CHARS, N_CHARACTERS
 from .recurrent import ProjectedLSTM, compiled_cells, run_layers
 
 LSTM_IMPLS = ("fused", "torch")
@@ -111,8 +112,8 @@ class LanguageModel(nn.Module):
                 "filters": [[w, n] for w, n in cnn.filters],
                 "n_highway": len(cnn.highways),
                 "activation": cnn.activation,
-                "n_characters": 262,
-                "max_characters_per_token": 50,
+                "n_characters": N_CHARACTERS,
+                "max_characters_per_token": MAX_CHARS,
             },
         }
 

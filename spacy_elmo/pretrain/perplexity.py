@@ -6,7 +6,7 @@ import torch
 from ..bilm.pretrained import resolve
 from .corpus import map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
 from .export import load_model
-from .train import evaluate
+from .evaluation import evaluate
 
 
 def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, threads: Optional[int] = None) -> Dict[str, float]:

@@ -1,0 +1,78 @@
+"""A pretraining run's files: checkpoint.pt (exact resume) and the exported model's meta.json."""
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import torch
+
+from .lm import LanguageModel
+
+CHECKPOINT = "checkpoint.pt"
+
+
+def new_state() -> dict:
+    """The run's progress: optimizer steps, position in the data (epoch, batch index into the
+    epoch's batch list), tokens seen (forward predictions), seconds trained, held-out history, and
+    the command lines that ran it."""
+    return {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "seconds": 0.0, "history": [], "commands": []}
+
+
+def save(path: Path, lm: LanguageModel, optimizer, scheduler, state: dict) -> None:
+    """Write the checkpoint atomically (a temporary file renamed into place): an interrupted write
+    never leaves a half checkpoint."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save({"model": lm.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "state": state, "torch_rng": torch.get_rng_state()}, tmp)
+    os.replace(tmp, path)
+
+
+def load(path: Path, lm: LanguageModel, optimizer, scheduler, restore_rng: bool = True) -> dict:
+    """Restore a checkpoint written by :func:`save` (on any device) into lm, optimizer and
+    scheduler; returns the run state. ``restore_rng`` False leaves torch's RNG as it is (ranks
+    other than 0 of a distributed run, whose streams differ)."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    lm.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    if restore_rng:
+        torch.set_rng_state(ckpt["torch_rng"])
+    state = ckpt["state"]
+    state.setdefault("commands", [])
+    return state
+
+
+def run_meta(name: str, lm: LanguageModel, words: List[str], cfg, corpus: dict, state: dict,
+             final_eval: Optional[dict] = None) -> dict:
+    """meta.json of the exported model: options, parameter counts, softmax, corpus files and
+    rule, training progress and commands, held-out perplexity (the final full evaluation, else
+    the latest one) and its history."""
+    n_params = sum(p.numel() for p in lm.parameters())
+    n_head = sum(p.numel() for p in lm.softmax.parameters())
+    train, heldout = corpus["train"], corpus["heldout"]
+    c = cfg["corpus"]
+    return {
+        "name": name,
+        "description": "ELMo biLM pretrained with `python -m spacy_elmo pretrain`",
+        "options": lm.options(),
+        "parameters": {"biLM": n_params - n_head, "lm_head": n_head},
+        "softmax": {"type": "torch.nn.AdaptiveLogSoftmaxWithLoss", "vocab_size": len(words), **dict(cfg["softmax"])},
+        "corpus": {
+            "files": {os.path.basename(k): v for k, v in corpus["files"].items()},
+            "train_tokens": train.n_tokens,
+            "heldout_tokens": heldout.n_tokens,
+            "heldout_rule": f"lines with (line_number // {c['block_lines']}) % {c['heldout_every']} == 0",
+            "tokenizer": "spacy.blank('en').tokenizer, whitespace tokens dropped",
+            "license": c.get("license", "unknown"),
+        },
+        "training": {
+            "steps": state["step"],
+            "epochs_completed": state["epoch"],
+            "tokens_seen": state["tokens"],
+            "wall_seconds": round(state["seconds"], 1),
+            "tokens_per_second": round(state["tokens"] / max(state["seconds"], 1e-9), 1),
+            "commands": state["commands"],
+            "torch": torch.__version__,
+        },
+        "heldout": final_eval or (state["history"][-1] if state["history"] else None),
+        "history": state["history"],
+    }

@@ -1,0 +1,58 @@
+"""The tokenised corpus of a pretraining run, cached in OUTPUT_DIR/corpus/ (reused by --resume,
+and by any run whose [corpus] settings are the same)."""
+import json
+import sys
+from pathlib import Path
+
+import numpy
+
+from .corpus import Split, resolve_paths, tokenize_corpus
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
+    """{"types", "train" (Split), "heldout" (Split), "files"}: the corpus of cfg's [corpus],
+    tokenised once and cached in out_dir/corpus/ under a key of those settings (a cache with
+    another key is rebuilt). Raises CorpusError for missing or unreadable files, ValueError if no
+    training sentence is left."""
+    cache = out_dir / "corpus"
+    key = json.dumps({k: cfg["corpus"][k] for k in sorted(cfg["corpus"]) if k != "license"}, sort_keys=True)
+    if (cache / "key.json").is_file() and (cache / "key.json").read_text() == key:
+        data = numpy.load(cache / "corpus.npz")
+        with open(cache / "types.json", encoding="utf-8") as f:
+            types = json.load(f)
+        with open(cache / "files.json", encoding="utf-8") as f:
+            files = json.load(f)
+        train = Split(data["train_tokens"], data["train_offsets"])
+        heldout = Split(data["heldout_tokens"], data["heldout_offsets"])
+        return {"types": types, "train": train, "heldout": heldout, "files": files}
+    c = cfg["corpus"]
+    paths = resolve_paths(c["paths"])
+    _log(f"Tokenising {len(paths)} file(s) with spaCy's English tokenizer")
+    types, train, heldout, files = tokenize_corpus(
+        paths,
+        block_lines=int(c["block_lines"]),
+        heldout_every=int(c["heldout_every"]),
+        max_sentence_tokens=int(c["max_sentence_tokens"]),
+        max_lines_per_file=int(c.get("max_lines_per_file", 0)),
+        progress=progress,
+    )
+    if len(train) == 0:
+        raise ValueError("The corpus has no training sentences (all text went to the held-out slice?)")
+    cache.mkdir(parents=True, exist_ok=True)
+    numpy.savez(
+        cache / "corpus.npz",
+        train_tokens=train.tokens,
+        train_offsets=train.offsets,
+        heldout_tokens=heldout.tokens,
+        heldout_offsets=heldout.offsets,
+    )
+    with open(cache / "types.json", "w", encoding="utf-8") as f:
+        json.dump(types, f, ensure_ascii=False)
+    with open(cache / "files.json", "w", encoding="utf-8") as f:
+        json.dump(files, f, indent=2)
+    (cache / "key.json").write_text(key)
+    return {"types": types, "train": train, "heldout": heldout, "files": files}

@@ -1,0 +1,58 @@
+"""dev/ship_default_model.py: the warm-start lineage through run directories, float16 storage."""
+import importlib.util
+import json
+import os
+
+import h5py
+import numpy
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _ship():
+    spec = importlib.util.spec_from_file_location("ship_default_model", os.path.join(REPO, "dev", "ship_default_model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(root, name, tokens, init_from=None):
+    run = root / name
+    (run / "model").mkdir(parents=True)
+    (run / "config.cfg").write_text(f"[training]\ninit_from = {json.dumps(init_from) if init_from else 'null'}\n")
+    (run / "model" / "meta.json").write_text(json.dumps({"name": name, "training": {"tokens_seen": tokens}}))
+    return run
+
+
+def test_lineage_follows_run_directories_back_to_a_release(tmp_path, monkeypatch):
+    ship = _ship()
+    monkeypatch.setattr(ship, "_wic", lambda model_dir: {"2": {"dev_accuracy": 55.0}})
+    release = tmp_path / "models" / "m"
+    release.mkdir(parents=True)
+    (release / "meta.json").write_text(json.dumps({"name": "release", "training": {"tokens_seen": 100}}))
+    run2 = _run(tmp_path, "run2", 40, str(release))
+    run3 = _run(tmp_path, "run3", 7, str(run2 / "model"))
+    meta = ship._lineage(run3, release)
+    assert meta["name"] == "run2" and meta["init_from"]["name"] == "release"
+    assert meta["training"]["tokens_seen_total"] == 140
+    assert "init_from" not in meta["init_from"]  # the release is where the chain ends
+    assert meta["evaluation"]["wic"]["2"]["dev_accuracy"] == 55.0  # measured where missing
+    assert ship._lineage(_run(tmp_path, "scratch", 5), release) == {}
+
+
+def test_float16_storage_keeps_names_attributes_and_rounded_values(tmp_path):
+    ship = _ship()
+    path = tmp_path / "w.hdf5"
+    rng = numpy.random.default_rng(0)
+    values = {"CNN/W_cnn_0": rng.normal(size=(1, 2, 3, 4)).astype("float32"), "char_embed": rng.normal(size=(5, 2)).astype("float32")}
+    with h5py.File(path, "w") as f:
+        for k, v in values.items():
+            f.create_dataset(k, data=v)
+        f.attrs["cutoffs"] = "[1, 2]"
+    ship._to_float16(path)
+    with h5py.File(path, "r") as f:
+        assert f.attrs["cutoffs"] == "[1, 2]"
+        for k, v in values.items():
+            assert f[k].dtype == numpy.float16
+            numpy.testing.assert_array_equal(f[k][...], v.astype(numpy.float16))
+    assert not (tmp_path / "w.hdf5.tmp").exists()
