@@ -13,12 +13,9 @@ from pathlib import Path
 
 
 def mixes_of(nlp) -> dict:
-    from spacy_elmo.pipeline import learned_mixes
+    from spacy_elmo.probe.mixes import mixes_as_json
 
-    return {
-        name: {"weights": list(mix.weights), "gamma": float(mix.gamma), "raw": list(mix.raw)}
-        for name, mix in learned_mixes(nlp).items()
-    }
+    return mixes_as_json(nlp)
 
 
 def main(model_path: str, output_path: str) -> None:

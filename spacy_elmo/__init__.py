@@ -18,7 +18,7 @@ from ._extensions_hook import install_on_spacy_import  # noqa: E402
 install_on_spacy_import()
 
 _PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError", "learned_mixes",
-             "format_mixes", "Mix")
+             "format_mixes", "Mix", "restore_vector_hooks", "with_vector_hooks")
 _BILM = ("BiLM", "batch_to_ids")
 
 

@@ -1,8 +1,8 @@
-"""Command line: ``python -m spacy_elmo {pretrain,init-config,perplexity} ...``."""
+"""Command line: ``python -m spacy_elmo {pretrain,init-config,perplexity,probe,download,models,embed} ...``."""
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -81,7 +81,137 @@ def perplexity_cli(
         )
 
 
+@app.command("probe", context_settings={"allow_extra_args": True})
+def probe_cli(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory (default: the embedded en_elmo_small)"),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for probe.md, probe.json and probe.png"),
+    pipelines: Optional[List[Path]] = typer.Option(None, "--pipelines", help="Trained pipeline directories whose learned mixes to read: --pipelines A B C (or repeat the option)"),
+    options_path: Optional[Path] = typer.Option(None, "--options", help="options.json of an official ELMo model (with --weights; overrides MODEL)"),
+    weights_path: Optional[Path] = typer.Option(None, "--weights", help="weights.hdf5 of an official ELMo model (with --options)"),
+    train_sentences: int = typer.Option(3000, "--train-sentences", help="Seeded subset of EWT train for the UPOS probe (0 = all 12,544)"),
+    context_sentences: int = typer.Option(1000, "--context-sentences", help="Seeded sample of EWT dev for the contextuality measures"),
+    center_sentences: int = typer.Option(1000, "--center-sentences", help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
+    seed: int = typer.Option(0, "--seed"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
+):
+    """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
+    from .pipeline.loading import ElmoConfigError
+    from .probe.cli import probe_command
+
+    if ctx.args and not pipelines:
+        typer.echo(f"error: unexpected arguments {ctx.args}: give one MODEL; pipelines go after --pipelines", err=True)
+        raise typer.Exit(2)
+    pipelines = list(pipelines or []) + [Path(a) for a in ctx.args]
+    try:
+        paths = probe_command(model, str(options_path) if options_path else None, str(weights_path) if weights_path else None,
+                              [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
+                              context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
+                              progress=not quiet)
+    except (ElmoConfigError, FileNotFoundError, ImportError, OSError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    typer.echo(Path(paths["md"]).read_text(encoding="utf-8"))
+    typer.echo(f"wrote {paths['md']}, {paths['json']}, {paths['png']}")
+
+
+@app.command("download")
+def download_cli(
+    source: List[str] = typer.Argument(..., help="A registered model name (see `models`), or URL_OF_OPTIONS URL_OF_WEIGHTS with --name"),
+    name: Optional[str] = typer.Option(None, "--name", help="Cache name for a model given by its two URLs"),
+    sha256: Optional[List[str]] = typer.Option(None, "--sha256", help="Pin a digest: HEX (weights.hdf5), weights=HEX or options=HEX; repeatable"),
+    force: bool = typer.Option(False, "--force", help="Download again even if already complete"),
+    retries: int = typer.Option(3, "--retries", help="Retries of a lost connection per file (each resumes)"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+):
+    """Download an ELMo model into the per-user cache, then use it by name (cache: $SPACY_ELMO_CACHE)."""
+    from .bilm import ElmoWeightsError
+    from .hub import ElmoDownloadError, download_model, parse_pins
+
+    try:
+        if len(source) == 1 and name is None:
+            model, urls = source[0], None
+        elif len(source) == 2 and name:
+            model, urls = name, {"options.json": source[0], "weights.hdf5": source[1]}
+        else:
+            raise ValueError("give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
+        directory = download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=not quiet,
+                                   retries=retries)
+    except (ElmoDownloadError, ElmoWeightsError, ValueError, OSError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: run the same command again to resume", err=True)
+        raise typer.Exit(130)
+    typer.echo(f"{model}: ready in {directory} (sha256 recorded, checked on every load). Use it as "
+               f"model = \"{model}\" in an elmo component, --model {model}, or BiLM.from_pretrained(\"{model}\").")
+
+
+@app.command("models")
+def models_cli(
+    verify: bool = typer.Option(False, "--verify", help="Re-hash every present file against its sha256.json"),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list"),
+):
+    """List packaged, registered and downloaded models with shape, size and status."""
+    from .hub.catalog import format_rows, rows
+
+    table = rows(verify=verify)
+    typer.echo(json.dumps(table, indent=2) if as_json else format_rows(table))
+
+
+@app.command("embed")
+def embed_cli(
+    input_path: Path = typer.Argument(..., help="Text (one sentence per line, .gz too), .jsonl, or a .spacy DocBin"),
+    output: Path = typer.Argument(..., help="HDF5 file to write (AllenNLP `elmo` layout)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (packaged or downloaded) or directory (default: the packaged default)"),
+    layers: str = typer.Option("all", "--layers", help="all | top | average | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 or float16"),
+    pretokenized: bool = typer.Option(False, "--pretokenized", help="Split on whitespace instead of spaCy's tokenizer"),
+    lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
+    text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text (or a list of tokens)"),
+    batch_size: int = typer.Option(64, "--batch-size", help="Sentences per biLM call"),
+    group_mb: float = typer.Option(64.0, "--group-mb", help="MB of float32 output per group (journal part; one shard with --ray)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]", help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + manifest.json. ADDRESS: auto, HOST:PORT, ray://HOST:PORT; alone: a local cluster"),
+    actors: Optional[int] = typer.Option(None, "--actors", help="With --ray: actors in the pool (default: cluster CPUs / --cpus-per-actor)"),
+    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", help="With --ray: CPUs (= torch threads) per actor"),
+    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
+):
+    """ELMo vectors of every line into HDF5: one dataset per line (by index) + sentence_to_index."""
+    from .embed import embed_file
+    from .scale import cli as scale_cli
+
+    common = dict(model=model, layer_spec=layers, dtype=dtype, pretokenized=pretokenized, lang=lang, fmt=fmt,
+                  text_field=text_field, batch_size=batch_size, group_mb=group_mb, overwrite=overwrite,
+                  progress=not quiet)
+    try:
+        scale_cli.check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor)
+        if ray is not None:
+            typer.echo(scale_cli.run(str(input_path), str(output), ray, actors=actors, num_cpus=cpus_per_actor,
+                                     num_gpus=gpus_per_actor, **common))
+            return
+        s = embed_file(str(input_path), str(output), **common)
+    except (FileNotFoundError, ValueError, OSError, ImportError, ConnectionError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2)
+    except KeyboardInterrupt:
+        kept = f"shards are kept in {output}" if ray is not None else f"groups are kept in {output}.parts"
+        typer.echo(f"interrupted: finished {kept}; run the same command to resume", err=True)
+        raise typer.Exit(130)
+    if s["already_complete"]:
+        typer.echo(f"{output} is already complete (same arguments): nothing to do")
+        return
+    rate = s["embedded_tokens"] / s["seconds"] if s["seconds"] else 0.0
+    typer.echo(f"wrote {output}: {s['sentences']:,} sentences, {s['tokens']:,} tokens ({s['embedded']:,} "
+               f"sentences embedded in this run, {rate:,.0f} tokens/s)")
+
+
 def main():
+    from .scale.cli import optional_value
+
+    sys.argv = optional_value(sys.argv)  # `embed ... --ray` without ADDRESS
     app()
 
 

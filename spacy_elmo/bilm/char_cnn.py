@@ -17,6 +17,13 @@ from .chars import MAX_CHARS, N_CHARACTERS, char_lengths
 # Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
 # each chunk's convolutions skip the padding positions that none of its tokens reaches.
 CHUNK = 256
+# Rows (tokens x window positions) of one convolution product: each filter reads a chunk in groups
+# of whole tokens of at most this many rows, so every full group runs on the same row count and
+# the number of distinct product shapes (each one a cached oneDNN primitive, see
+# :mod:`.onednn`) stays small; the last group of a chunk is rounded up to a row bucket of at
+# least CONV_LEAST_ROWS rows.
+CONV_ROWS = 1024
+CONV_LEAST_ROWS = 64
 
 
 class Highway(nn.Module):
@@ -108,7 +115,8 @@ class CharCNN(nn.Module):
         all-padding window of a filter gives the same value; so a filter of width w runs only
         over the first ``longest + w`` positions (capped at 50), which keeps one all-padding
         window whenever the full input had one. The max is unchanged. More than ``CHUNK`` tokens
-        are sorted by length and run in chunks, so that short tokens skip more positions.
+        are sorted by length and run in near-equal chunks of at most ``CHUNK``, so that short
+        tokens skip more positions (and, in the oneDNN path, products have few distinct shapes).
         """
         lead = char_ids.shape[:-1]
         flat = char_ids.reshape(-1, char_ids.shape[-1])
@@ -121,8 +129,9 @@ class CharCNN(nn.Module):
         else:
             order = torch.argsort(lengths, stable=True)
             out = self.projection.weight.new_empty(n, self.projection_dim)
-            for start in range(0, n, CHUNK):
-                rows = order[start: start + CHUNK]
+            size = -(-n // -(-n // CHUNK))  # ceil(n / chunks): near-equal chunks of <= CHUNK tokens
+            for start in range(0, n, size):
+                rows = order[start: start + size]
                 out[rows] = self._encode(flat[rows], int(lengths[rows[-1]])).to(out.dtype)  # bf16 under autocast
         return out.reshape(*lead, self.projection_dim)
 
@@ -152,20 +161,38 @@ class CharCNN(nn.Module):
 
     def _encode_onednn(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
         """Same arithmetic as the nn.Conv1d path, as GEMMs over unfolded windows (im2col) with
-        pre-packed oneDNN weights; the bias is added after the max (rounding is monotonic, so
-        max(x + b) == max(x) + b exactly)."""
+        pre-packed oneDNN weights (:meth:`_conv_max`); the bias is added after the max (rounding
+        is monotonic, so max(x + b) == max(x) + b exactly)."""
         convs, highways, projection = self._packed_weights()
         T = flat.shape[0]
-        d = self.char_embedding.embedding_dim
         emb = self.char_embedding(flat[:, : min(flat.shape[-1], longest + self.max_width)])  # (T, keep, d)
-        pooled = []
+        pooled = emb.new_empty(T, self.n_filters)
+        col = 0
         for (w, n), conv, packed in zip(self.filters, self.convs, convs):
             keep = min(flat.shape[-1], longest + w)
-            windows = emb[:, :keep].unfold(1, w, 1).transpose(2, 3).reshape(-1, w * d)  # (T * pos, w * d)
-            y = onednn.linear(windows, packed).view(T, keep - w + 1, n)
-            pooled.append(y.amax(dim=1).add_(conv.bias))
-        x = torch.cat(pooled, dim=-1)
-        x = torch.relu_(x) if self.activation == "relu" else torch.tanh_(x)
+            out = pooled[:, col: col + n]
+            self._conv_max(emb[:, :keep], w, packed, out)
+            out.add_(conv.bias)
+            col += n
+        x = torch.relu_(pooled) if self.activation == "relu" else torch.tanh_(pooled)
         for highway, packed in zip(self.highways, highways):
             x = highway.gate(onednn.linear(x, packed, highway.linear.bias), x)
         return onednn.linear(x, projection, self.projection.bias)
+
+    @staticmethod
+    def _conv_max(emb: torch.Tensor, w: int, packed: torch.Tensor, out: torch.Tensor) -> None:
+        """Write into ``out`` (T, n) the max over positions of the width-``w`` windows of ``emb``
+        (T, keep, d) float32 times the packed (w * d, n) filter (no bias): tokens in groups of at
+        most CONV_ROWS // (keep - w + 1) whole tokens, each group's window matrix written into a
+        row-bucket buffer (:func:`.onednn.row_buffer`)."""
+        T, keep, d = emb.shape
+        pos = keep - w + 1
+        windows = emb.unfold(1, w, 1).transpose(2, 3)  # (T, pos, w, d), a view
+        group = max(1, CONV_ROWS // pos)
+        for t0 in range(0, T, group):
+            t1 = min(T, t0 + group)
+            rows = (t1 - t0) * pos
+            buf = onednn.row_buffer(rows, w * d, emb, least=CONV_LEAST_ROWS)
+            buf[:rows].view(t1 - t0, pos, w, d).copy_(windows[t0:t1])
+            y = onednn.linear(buf, packed)[:rows].view(t1 - t0, pos, -1)
+            torch.amax(y, dim=1, out=out[t0:t1])

@@ -21,7 +21,8 @@ Direction 0 is the forward LM (bilm-tf ``RNN_0``), 1 the backward LM (``RNN_1``)
 Inputs and outputs are packed time-major (see :mod:`.packing`): (2, N, P), direction first.
 
 Speed (all exact): the input projection of all time steps is one matrix product per layer and
-direction (in chunks of whole steps for very long inputs); only the recurrence loops over time;
+direction (in pieces for long inputs: whole steps on the bmm path, fixed tiles of packed rows on
+the oneDNN path); only the recurrence loops over time;
 rows are sorted by length and the active batch shrinks as rows end (no work on padding);
 without autograd the element-wise updates run in place and, on CPU, the products use oneDNN with
 weights packed once (:mod:`.onednn`; ~2x faster than MKL's ``bmm`` for these skinny products).
@@ -36,10 +37,15 @@ from .packing import Packing
 
 FORGET_BIAS = 1.0  # bilm-tf's LSTMCell(forget_bias=1.0), added at run time
 # Gate-buffer budget (floats, both directions) of one input-projection matmul; longer inputs are
-# done in chunks of whole time steps. The bmm path reuses one workspace of this size; the oneDNN
-# path allocates each chunk, so its budget is kept small enough (16 MB) for malloc to recycle it.
+# done in pieces. The bmm path reuses one workspace of this size (pieces of whole time steps); the
+# oneDNN path allocates each piece, so its budget is kept small enough (16 MB) for malloc to recycle
+# it, in tiles of a fixed number of packed rows (:class:`_GateTiles`: one product shape).
 WORKSPACE_FLOATS = 1 << 25
 ONEDNN_CHUNK_FLOATS = 1 << 22
+# The per-step oneDNN products run on their exact row count up to this many rows (at most
+# batch_size shapes per product, all seen within the first batches; padding them to row buckets
+# would add work to every step); larger step batches are rounded up to row buckets (see onednn).
+STEP_EXACT_ROWS = 64
 
 State = Tuple[torch.Tensor, torch.Tensor]  # h (L, 2, B, P), c (L, 2, B, C)
 
@@ -216,7 +222,11 @@ class ElmoLstm(nn.Module):
 
     def _layer_onednn(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
                       c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Like :meth:`_layer_fast`, with the products done by pre-packed oneDNN kernels per direction."""
+        """Like :meth:`_layer_fast`, with the products done by pre-packed oneDNN kernels per direction.
+
+        So that oneDNN sees few product shapes (each one is a cached primitive, see :mod:`.onednn`):
+        the input projection runs in fixed tiles of packed rows (:class:`_GateTiles`), the
+        per-step products on their exact row count up to STEP_EXACT_ROWS, on row buckets above."""
         C, P = self.dim, self.projection_dim
         w_in, w_state, w_proj = self._packed_weights()[layer]
         bias = self._gate_bias(layer)
@@ -225,31 +235,36 @@ class ElmoLstm(nn.Module):
         h_prev = (h0[0], h0[1])
         offs, sizes = pk.offsets, pk.batch_sizes
         cc, pc = self.cell_clip, self.proj_clip
-        for a, b in self._step_chunks(pk, ONEDNN_CHUNK_FLOATS):
-            r0, r1 = offs[a], offs[b]
-            gates = [onednn.linear(x[d, r0:r1], w_in[d], bias[d]) for d in range(2)]  # all steps at once
-            for s in range(a, b):
-                n = sizes[s]
-                g = [onednn.linear_add(h_prev[d][:n], w_state[d], gates[d][offs[s] - r0: offs[s + 1] - r0])
-                     for d in range(2)]
-                sig = [gd[:, : 3 * C] for gd in g]
-                j = [gd[:, 3 * C:] for gd in g]
-                torch._foreach_sigmoid_(sig)
-                torch._foreach_tanh_(j)
-                cs = c[:, :n]
-                torch._foreach_mul_([cs[0], cs[1]], [sd[:, C: 2 * C] for sd in sig])
-                torch._foreach_addcmul_([cs[0], cs[1]], [sd[:, :C] for sd in sig], j)
-                if cc is not None:
-                    cs.clamp_(-cc, cc)
-                m = torch.tanh(cs)
-                torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
-                h = [onednn.linear(m[d], w_proj[d]) for d in range(2)]
-                if pc is not None:
-                    torch._foreach_clamp_min_(h, -pc)
-                    torch._foreach_clamp_max_(h, pc)
-                torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
-                h_prev = h
+        gates = _GateTiles(x, w_in, bias, self._tile_rows(pk))  # input projection of all steps
+        for s, n in enumerate(sizes):
+            g_in = gates.rows(offs[s], offs[s + 1])
+            g = [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS) for d in range(2)]
+            sig = [gd[:, : 3 * C] for gd in g]
+            j = [gd[:, 3 * C:] for gd in g]
+            torch._foreach_sigmoid_(sig)
+            torch._foreach_tanh_(j)
+            cs = c[:, :n]
+            torch._foreach_mul_([cs[0], cs[1]], [sd[:, C: 2 * C] for sd in sig])
+            torch._foreach_addcmul_([cs[0], cs[1]], [sd[:, :C] for sd in sig], j)
+            if cc is not None:
+                cs.clamp_(-cc, cc)
+            m = torch.tanh(cs)
+            torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
+            h = [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]
+            if pc is not None:
+                torch._foreach_clamp_min_(h, -pc)
+                torch._foreach_clamp_max_(h, pc)
+            torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
+            h_prev = h
         return out, c
+
+    def _tile_rows(self, pk: Packing) -> int:
+        """Packed rows per input-projection tile: the largest power of two whose gates (both
+        directions) fit ONEDNN_CHUNK_FLOATS, but at least the row bucket of the largest step (so
+        that a step spans at most two tiles). Always a row-bucket size."""
+        budget = max(1, ONEDNN_CHUNK_FLOATS // (2 * 4 * self.dim))
+        widest = pk.batch_sizes[0] if pk.batch_sizes else 1
+        return max(1 << (budget.bit_length() - 1), onednn.bucket_rows(widest))
 
     def _layer_autograd(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
                         c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -274,3 +289,37 @@ class ElmoLstm(nn.Module):
             c = torch.cat([c_new, c[:, n:]], dim=1)
         out = torch.cat(hs, dim=1) if hs else x.new_zeros(2, 0, self.projection_dim)
         return out, c
+
+
+class _GateTiles:
+    """The input projection ``x[d] @ W_in[d] + b[d]`` of both directions over the packed rows,
+    computed tile by tile (``rows`` packed rows per tile; only the last tile of a layer is
+    shorter) and read step by step with :meth:`rows`. Fixed tiles keep the number of product
+    shapes small (see :mod:`.onednn`); the one or two tiles a step needs are kept alive.
+
+    x: (2, N, P) float32; w_in: per direction the packed (P, 4C) weight; bias: (2, 4C).
+    """
+
+    def __init__(self, x: torch.Tensor, w_in, bias: torch.Tensor, rows: int):
+        self.x, self.w_in, self.bias, self.tile = x, w_in, bias, rows
+        self.start = -rows  # first packed row of the current tile
+        self.current: Optional[List[torch.Tensor]] = None
+        self.previous: Optional[List[torch.Tensor]] = None
+
+    def _advance(self) -> None:
+        self.previous = self.current
+        self.start += self.tile
+        r0, r1 = self.start, min(self.x.shape[1], self.start + self.tile)
+        self.current = [onednn.linear(self.x[d, r0:r1], self.w_in[d], self.bias[d]) for d in range(2)]
+
+    def rows(self, lo: int, hi: int) -> List[torch.Tensor]:
+        """Gates of packed rows ``lo:hi`` (hi - lo <= tile rows; calls in increasing order), per
+        direction: (hi - lo, 4C) views of a tile, or a copy joining the end of the previous tile
+        and the start of the current one."""
+        while hi > self.start + self.tile:
+            self._advance()
+        if lo >= self.start:
+            self.previous = None
+            return [g[lo - self.start: hi - self.start] for g in self.current]
+        first = lo - (self.start - self.tile)
+        return [torch.cat([p[first:], g[: hi - self.start]]) for p, g in zip(self.previous, self.current)]

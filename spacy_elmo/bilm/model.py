@@ -88,12 +88,14 @@ class BiLM(nn.Module):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, stateful: bool = False) -> "BiLM":
-        """Load a model shipped in the package by name (``spacy_elmo.DEFAULT_MODEL`` =
-        "en_elmo_small"; see :func:`~.pretrained.available`) or a directory holding
-        ``options.json`` + ``weights.hdf5``. Nothing is downloaded.
+        """Load a model by name: shipped in the package (``spacy_elmo.DEFAULT_MODEL`` =
+        "en_elmo_small"; see :func:`~.pretrained.available`) or downloaded into the cache with
+        ``python -m spacy_elmo download NAME`` (e.g. "elmo-original"), or a directory holding
+        ``options.json`` + ``weights.hdf5``. Nothing is downloaded here.
 
-        Raises FileNotFoundError listing the packaged names if there is no such model;
-        :class:`~.errors.ElmoWeightsError` if its files are malformed.
+        Raises FileNotFoundError if there is no such model (for a registered name not yet
+        downloaded, the message gives the download command);
+        :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
         """
         options_file, weight_file = model_files(name_or_path)
         return cls.from_files(options_file, weight_file, stateful=stateful)

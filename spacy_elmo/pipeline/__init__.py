@@ -13,6 +13,10 @@ Downstream components use ``spacy_elmo.ElmoListener.v1`` as their ``tok2vec`` (o
 ``spacy_elmo.ElmoConcat.v1`` as the ``embed`` of ``spacy.Tok2Vec.v2``); each learns its own
 :class:`ScalarMix` of the layers. :func:`learned_mixes` reads those mixes back.
 """
+# spaCy first: its first import runs spacy_elmo's import hook, which imports .extensions (and so
+# .alignment); importing spaCy from inside .alignment instead would find it half-initialised.
+import spacy  # noqa: F401,E402  isort: skip
+
 from .alignment import ElmoAlignmentError
 from .architectures import DEFAULT_MODEL, elmo_concat_v1, elmo_listener_v1, elmo_v1, scalar_mix_v1
 from .component import ElmoComponent, make_elmo
@@ -22,7 +26,8 @@ from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
 from .loading import ElmoConfigError
 from .mixes import Mix, format_mixes, learned_mixes
+from .vector_hooks import restore_vector_hooks, set_vector_hooks, with_vector_hooks
 
 __all__ = ["DEFAULT_MODEL", "ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData", "ElmoListener",
            "ScalarMix", "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes", "install_extensions",
-           "learned_mixes", "make_elmo", "scalar_mix_v1"]
+           "learned_mixes", "make_elmo", "restore_vector_hooks", "scalar_mix_v1", "set_vector_hooks", "with_vector_hooks"]

@@ -8,7 +8,7 @@
 The ELMo readout is: scalar mix (eq. 1 of the paper) -> dropout (if > 0) -> Linear projection to
 ``width`` (if given; else the output width is the biLM's dim = 2 * projection_dim).
 """
-from typing import List, Optional
+from typing import List, Optional, Union
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -68,16 +68,16 @@ def elmo_listener_v1(upstream: str = "*", grad_factor: float = 0.0, mix: Optiona
 def elmo_v1(model: str = DEFAULT_MODEL, options_path: Optional[str] = None, weights_path: Optional[str] = None,
             max_tokens: int = 128, batch_size: int = 64, cache_size: int = 50000, grad_factor: float = 0.0,
             mix: Optional[Model] = None, initial_weights: Optional[List[float]] = None, trainable: bool = True,
-            layer_norm: bool = False, dropout: float = 0.0,
-            width: Optional[int] = None) -> Model[List[Doc], List[Floats2d]]:
+            layer_norm: bool = False, dropout: float = 0.0, width: Optional[int] = None,
+            threads: Union[int, str] = "auto") -> Model[List[Doc], List[Floats2d]]:
     """Tok2vec with its own biLM: Doc -> sentences/windows (``max_tokens``) -> biLM -> ScalarMix
     -> dropout -> Linear(width). The biLM is loaded on initialize from ``model`` (packaged name or
     directory) or ``options_path`` + ``weights_path``, and saved inside the component's model.
     Frozen unless ``grad_factor > 0``; frozen training caches up to ``cache_size`` tokens of layers.
-    Output: float32 (len(doc), width or dim) per Doc.
+    ``threads``: as for the ``elmo`` component. Output: float32 (len(doc), width or dim) per Doc.
     """
     bilm = BiLMLayer(model, options_path, weights_path, where="[spacy_elmo.Elmo.v1]", batch_size=batch_size,
-                     cache_size=cache_size)
+                     cache_size=cache_size, threads=threads)
     layers = elmo_layers_part(DocLayers(bilm, max_tokens, where="[spacy_elmo.Elmo.v1]"), grad_factor)
     out = chain(layers, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
     out.set_ref("bilm", bilm)

@@ -10,7 +10,7 @@ pipeline, not from the original paths); a missing or malformed file raises
 :class:`~.loading.ElmoConfigError` naming the config key and path.
 """
 from functools import partial
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Union
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -27,18 +27,21 @@ from .layers.doc_layers import DocLayers, bilm_of
 from .layers.listener import ElmoListener
 from .loading import ElmoConfigError
 from .replace import replace_listener, replace_listener_cfg
+from .vector_hooks import check_layer, check_view, set_vector_hooks
 
 DTYPES = ("float32", "float16")
 DEFAULT_CONFIG = {"model": DEFAULT_MODEL, "options_path": None, "weights_path": None, "max_tokens": 128,
-                  "batch_size": 64, "store": "all", "dtype": "float32", "cache_size": 50000}
+                  "batch_size": 64, "store": "all", "dtype": "float32", "cache_size": 50000, "threads": "auto",
+                  "vectors": None}
 
 
 @Language.factory("elmo", assigns=["doc._.elmo"], default_config=DEFAULT_CONFIG)
 def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Optional[str],
               weights_path: Optional[str], max_tokens: int, batch_size: int, store: str, dtype: str,
-              cache_size: int) -> "ElmoComponent":
+              cache_size: int, threads: Union[int, str] = "auto", vectors: Optional[str] = None) -> "ElmoComponent":
     """Config keys:
-    model: packaged model name (``spacy_elmo.DEFAULT_MODEL``) or a directory with options.json +
+    model: packaged model name (``spacy_elmo.DEFAULT_MODEL``), downloaded model name
+        (``python -m spacy_elmo download elmo-original``) or a directory with options.json +
         weights.hdf5. options_path / weights_path: files of any official ELMo model; override ``model``.
     max_tokens: longest piece the biLM reads (window size for Docs without sentence boundaries,
         and for longer sentences); see :mod:`.segments`.
@@ -51,6 +54,13 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
     dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32). With
         float16, listeners read the rounded layers at prediction time (training used float32).
     cache_size: tokens of biLM layers kept between epochs when training with a frozen biLM (0 = off).
+    threads: torch intra-op threads per biLM call on CPU: "auto" (default: torch's thread count,
+        lowered while other processes keep cores busy, so shared machines degrade gracefully; see
+        :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int. ``SPACY_ELMO_THREADS`` overrides it.
+    vectors: null (default: spaCy's own ``.vector`` / ``.similarity``), or "top", "average" or
+        "layer_k": put that view of the contextual vectors behind ``token/span/doc.vector``,
+        ``has_vector``, ``vector_norm`` and ``similarity`` (spaCy user hooks; see
+        :mod:`.vector_hooks`). Must be among the stored layers (store "top": "top"; "mix": "average").
 
     One ``elmo`` component per pipeline: adding a second one (any name) raises ElmoConfigError,
     since both would write the one ``doc._.elmo`` (see :func:`check_single_elmo`).
@@ -60,13 +70,15 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
     for key, value, allowed in (("store", store, STORE_KINDS), ("dtype", dtype, DTYPES)):
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
-    bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size)
+    check_view(vectors, store, where)
+    bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size,
+                     threads=threads)
     doc_layers = DocLayers(bilm, max_tokens, where=where)
     source = {"model": model, "options_path": options_path, "weights_path": weights_path, "max_tokens": max_tokens,
-              "batch_size": batch_size, "cache_size": cache_size}
+              "batch_size": batch_size, "cache_size": cache_size, "threads": threads}
     doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, source)
     doc_layers.attrs["replace_listener"] = replace_listener
-    return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype)
+    return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype, vectors=vectors)
 
 
 def check_single_elmo(nlp: Language, where: str) -> None:
@@ -95,11 +107,11 @@ class ElmoComponent(TrainablePipe):
     (:func:`~.layers.doc_layers.DocLayers`)."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "elmo", *, store: str = "all",
-                 dtype: str = "float32"):
+                 dtype: str = "float32", vectors: Optional[str] = None):
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.cfg = {"store": store, "dtype": dtype}
+        self.cfg = {"store": store, "dtype": dtype, "vectors": vectors}
         self.listener_map: Dict[str, List[ElmoListener]] = {}
         install_extensions()
 
@@ -164,16 +176,21 @@ class ElmoComponent(TrainablePipe):
 
     def set_annotations(self, docs: Iterable[Doc], layers: List) -> None:
         """Set ``doc._.elmo`` per ``store`` and ``dtype`` (nothing for ``store="none"``). The setter
-        records the tokens' character offsets, so the rows follow later merges and splits."""
-        store, dtype = self.cfg["store"], self.cfg["dtype"]
+        records the tokens' character offsets, so the rows follow later merges and splits. With
+        ``vectors`` set, each Doc also gets the vector hooks (:mod:`.vector_hooks`)."""
+        store, dtype, view = self.cfg["store"], self.cfg["dtype"], self.cfg.get("vectors")
         if store == "none":
             return
         for doc, arr in zip(docs, layers):
+            if view:
+                check_layer(view, arr.shape[0], f"[components.{self.name}]")
             if store == "mix":
                 arr = arr.mean(axis=0, keepdims=True)
             elif store == "top":
                 arr = arr[-1:].copy()
             doc._.elmo = ElmoData(arr.astype(dtype, copy=False), store)
+            if view:
+                set_vector_hooks(doc, view, int(arr.shape[2]))
 
     # -- training ------------------------------------------------------------------------------
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd: Optional[Optimizer] = None,

@@ -29,8 +29,8 @@ def check_paths(model: Optional[str], options_path: Optional[str], weights_path:
 def resolve_files(model: Optional[str], options_path: Optional[str], weights_path: Optional[str],
                   where: str) -> Tuple[Tuple[str, str], Tuple[str, str]]:
     """((options key, options file), (weights key, weights file)). ``options_path`` and
-    ``weights_path`` (both or neither) win over ``model`` (a packaged model name or a model
-    directory). Raises ElmoConfigError naming ``where`` and the key when only one of the two
+    ``weights_path`` (both or neither) win over ``model`` (a packaged or downloaded model's
+    name, see ``spacy_elmo.bilm.pretrained.resolve``, or a model directory). Raises ElmoConfigError naming ``where`` and the key when only one of the two
     paths is set or a file cannot be found."""
     from ..bilm.pretrained import model_files
 

@@ -28,7 +28,7 @@ def _find_listener(cfg: Any) -> Optional[Dict[str, Any]]:
 
 def replace_listener_cfg(source: Dict[str, Any], tok2vec_model_cfg: Any, listener_cfg: Dict[str, Any]) -> Dict:
     """``source``: the ``elmo`` component's biLM settings (model, options_path, weights_path,
-    max_tokens, batch_size, cache_size). ``listener_cfg``: the component's ``model.tok2vec``
+    max_tokens, batch_size, cache_size, threads). ``listener_cfg``: the component's ``model.tok2vec``
     section, searched for the (first) ElmoListener.v1 config. Raises ValueError if there is none."""
     listener = _find_listener(listener_cfg)
     if listener is None:

@@ -16,12 +16,13 @@ Three modes:
   for ``finish_update``. The cache is cleared (the weights change).
 Char ids are built on the CPU and moved to the biLM's device.
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
 from thinc.api import Model, torch2xp, xp2torch
 
+from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ..cache import LayersCache
 from ..loading import check_paths, load_bilm
 from .bilm_shim import BiLMShim
@@ -29,23 +30,28 @@ from .bilm_shim import BiLMShim
 
 def BiLMLayer(model: Optional[str], options_path: Optional[str] = None, weights_path: Optional[str] = None,
               *, where: str = "spacy_elmo", batch_size: int = 64, cache_size: int = 0,
-              finetune: bool = False) -> Model:
+              finetune: bool = False, threads: Union[int, str] = "auto") -> Model:
     """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM.
 
     model / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` names the
     config section in error messages. batch_size: sentences per biLM call. cache_size: tokens kept
-    by the frozen-training cache (0 = off). Dims ``nL`` (num_layers + 1) and ``nO`` (dim) are set
+    by the frozen-training cache (0 = off). threads: torch intra-op threads for each biLM call on
+    CPU, "auto" (fewer when other processes keep cores busy; see
+    :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int. Dims ``nL`` (num_layers + 1) and ``nO`` (dim) are set
     when the biLM is loaded. Raises ElmoConfigError at once if only one of options_path /
-    weights_path is set, and on first use if the files cannot be loaded.
+    weights_path is set, and on first use if the files cannot be loaded; ValueError for a bad
+    batch_size or threads.
     """
     check_paths(model, options_path, weights_path, where)
+    threads = parse_threads(threads, f"{where} threads")
     if batch_size < 1:
         raise ValueError(f"{where} batch_size must be >= 1, got {batch_size}")
     return Model(
         "elmo_bilm", forward, init=init, shims=[BiLMShim()], dims={"nL": None, "nO": None},
         attrs={"source": {"model": model, "options_path": options_path, "weights_path": weights_path,
                           "where": where},
-               "batch_size": int(batch_size), "finetune": bool(finetune), "cache": LayersCache(cache_size)},
+               "batch_size": int(batch_size), "finetune": bool(finetune), "cache": LayersCache(cache_size),
+               "threads": ThreadBudget(threads)},
     )
 
 
@@ -87,7 +93,8 @@ def forward(model: Model, sentences: List[Sequence[str]], is_train: bool):
         else:
             todo.setdefault(key, []).append(i)
     keys = list(todo)
-    arrays, batches = _run(bilm, keys, model.attrs["batch_size"], grad, xp)
+    with model.attrs["threads"]:
+        arrays, batches = _run(bilm, keys, model.attrs["batch_size"], grad, xp)
     for key, array in zip(keys, arrays):
         for i in todo[key]:
             outputs[i] = array

@@ -1,0 +1,209 @@
+"""Does memory level off? Stream short varied docs through the biLM and print RSS as it goes.
+
+usage: python benchmarks/bench_memory.py [--docs 100000] [--every 10000] [--path {pipe,bilm,spacy}]
+           [--batch-size 64] [--store all] [--model NAME_OR_DIR] [--threads 1] [--seed 0]
+           [--text FILE[.gz]] [--no-buckets] [--trim] [--json]
+
+--path pipe (default): ``nlp = spacy.blank("en"); nlp.add_pipe("elmo", config={"store": ...})``,
+then ``for doc in nlp.pipe(texts, batch_size=64): pass`` (no Doc is kept).
+--path bilm: the raw ``BiLM.embed_sentences(chunk, batch_size)`` on chunks of ``--batch-size``
+whitespace-tokenised docs (nothing kept). --path spacy: ``spacy.blank("en").pipe`` alone, no elmo:
+the baseline growth of spaCy's own vocabulary and string store.
+
+Docs: a deterministic endless stream (``--seed``) of 10-30 tokens drawn uniformly from a fixed
+synthetic vocabulary of 20,000 words (1-15 letters, some capitalised, numbers, punctuation), so
+spaCy's own vocabulary (which grows with every new string, as in any spaCy pipeline) is full
+after a few thousand docs and what remains is our growth. ``--text FILE`` reads docs from a text
+file instead (one doc per line, 10-30 whitespace tokens kept; cycled); real text keeps adding new
+strings to ``nlp.vocab``.
+
+Every ``--every`` docs it prints docs, VmRSS (MiB, from /proc/self/status, else psutil), the
+change since the first checkpoint, docs/s (and, on the spaCy paths, the size of
+``nlp.vocab.strings``); at the end the growth from the first checkpoint to the
+last, in MiB and %. ``--json`` prints one JSON line instead ({"checkpoints": [[docs, rss_mib],
+...], ...}; tests/test_memory.py reads it). ``--no-buckets`` turns off oneDNN row bucketing
+(:func:`spacy_elmo.bilm.onednn.set_row_buckets`), i.e. reproduces the unbounded growth of
+before the fix. ``--trim`` also prints RSS after glibc ``malloc_trim(0)`` (memory in use vs
+memory the allocator holds).
+"""
+import argparse
+import gzip
+import itertools
+import json
+import random
+import sys
+import time
+
+N_WORDS = 20000
+
+
+def rss_mib() -> float:
+    """Resident set size of this process now (MiB): VmRSS of /proc/self/status, else psutil.
+    Raises RuntimeError if neither is available."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    try:
+        import psutil
+    except ImportError:
+        raise RuntimeError("cannot read RSS: no /proc/self/status and psutil is not installed") from None
+    return psutil.Process().memory_info().rss / 2 ** 20
+
+
+def malloc_trim() -> bool:
+    """glibc ``malloc_trim(0)`` (give free heap pages back); False where there is no glibc."""
+    import ctypes
+
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
+
+
+def synthetic_vocab(rng: random.Random):
+    """N_WORDS distinct tokens: lower-case words of 1-15 letters (short ones likelier), ~10%
+    capitalised, ~3% numbers, plus punctuation tokens."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {".", ",", ";", ":", "!", "?", "(", ")", "'s", "-", '"'}
+    while len(words) < N_WORDS:
+        r = rng.random()
+        if r < 0.03:
+            w = str(rng.randint(0, 10 ** rng.randint(1, 6)))
+        else:
+            w = "".join(rng.choice(letters) for _ in range(min(15, 1 + int(rng.expovariate(1 / 5)))))
+            if r < 0.13:
+                w = w.capitalize()
+        words.add(w)
+    return sorted(words)
+
+
+def synthetic_docs(seed: int):
+    """Endless stream of docs, each a list of 10-30 tokens of :func:`synthetic_vocab`."""
+    rng = random.Random(seed)
+    vocab = synthetic_vocab(rng)
+    while True:
+        yield [rng.choice(vocab) for _ in range(rng.randint(10, 30))]
+
+
+def file_docs(path: str):
+    """Endless stream of docs from a text file (one per line, first 10-30 tokens; shorter lines skipped)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    rng = random.Random(0)
+    while True:
+        with opener(path, "rt", encoding="utf8") as f:
+            for line in f:
+                tokens = line.split()
+                if len(tokens) >= 10:
+                    yield tokens[: rng.randint(10, 30)]
+
+
+def run_pipe(docs, args, on_doc) -> None:
+    """``nlp.pipe`` over the docs (joined with spaces); with ``--path spacy`` no elmo component."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    if args.path == "pipe":
+        nlp.add_pipe("elmo", config={"store": args.store, "batch_size": args.batch_size,
+                                     **({"model": args.model} if args.model else {})})
+    on_doc.strings = lambda: len(nlp.vocab.strings)
+    for _ in nlp.pipe((" ".join(d) for d in docs), batch_size=args.batch_size):
+        on_doc(1)
+
+
+def run_bilm(docs, args, on_doc) -> None:
+    from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
+
+    bilm = BiLM.from_pretrained(args.model or DEFAULT_MODEL)
+    while True:
+        chunk = list(itertools.islice(docs, args.batch_size))
+        if not chunk:
+            return
+        bilm.embed_sentences(chunk, batch_size=args.batch_size)
+        on_doc(len(chunk))
+
+
+class Checkpoints:
+    """Counts docs; records (docs, rss MiB[, trimmed MiB]) every ``every`` docs; stops at ``total``."""
+
+    class Done(Exception):
+        pass
+
+    def __init__(self, every: int, total: int, trim: bool, quiet: bool):
+        self.every, self.total, self.trim, self.quiet = every, total, trim, quiet
+        self.n = 0
+        self.rows = []
+        self.t0 = time.perf_counter()
+        self.strings = None  # () -> size of nlp.vocab.strings, on the spaCy paths
+
+    def __call__(self, k: int) -> None:
+        before, self.n = self.n, self.n + k
+        if self.n // self.every > before // self.every:
+            self.record()
+        if self.n >= self.total:
+            raise Checkpoints.Done
+
+    def record(self) -> None:
+        row = [self.n, round(rss_mib(), 1)]
+        if self.trim:
+            malloc_trim()
+            row.append(round(rss_mib(), 1))
+        self.rows.append(row)
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.t0
+            delta = row[1] - self.rows[0][1]
+            extra = f"  after malloc_trim {row[2]:7.1f}" if self.trim else ""
+            if self.strings is not None:
+                extra += f"  {self.strings():8d} strings in nlp.vocab"
+            print(f"{self.n:8d} docs  RSS {row[1]:7.1f} MiB  {delta:+7.1f} since first  "
+                  f"{self.n / elapsed:6.1f} docs/s{extra}", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=int, default=100000)
+    ap.add_argument("--every", type=int, default=10000)
+    ap.add_argument("--path", choices=["pipe", "bilm", "spacy"], default="pipe")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--store", default="all", choices=["all", "mix", "top", "none"])
+    ap.add_argument("--model", default=None, help="packaged model name or directory (default: the packaged one)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--text", default=None, help="read docs from this text file (.gz ok) instead")
+    ap.add_argument("--no-buckets", action="store_true", help="oneDNN row bucketing off (the old behaviour)")
+    ap.add_argument("--trim", action="store_true", help="also report RSS after malloc_trim(0)")
+    ap.add_argument("--json", action="store_true", help="print one JSON line at the end, nothing else")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from spacy_elmo.bilm import onednn
+
+    torch.set_num_threads(args.threads)
+    if args.no_buckets:
+        onednn.set_row_buckets(False)
+    docs = file_docs(args.text) if args.text else synthetic_docs(args.seed)
+    counter = Checkpoints(args.every, args.docs, args.trim, args.json)
+    if not args.json:
+        print(f"# path={args.path} batch_size={args.batch_size} store={args.store} threads={args.threads} "
+              f"row_buckets={not args.no_buckets} docs={args.text or 'synthetic'} torch={torch.__version__}")
+    try:
+        (run_bilm if args.path == "bilm" else run_pipe)(docs, args, counter)
+    except Checkpoints.Done:
+        pass
+    rows = counter.rows
+    growth = rows[-1][1] - rows[0][1] if rows else 0.0
+    pct = 100.0 * growth / rows[0][1] if rows else 0.0
+    if args.json:
+        print(json.dumps({"checkpoints": rows, "growth_mib": round(growth, 1), "growth_pct": round(pct, 2),
+                          "path": args.path, "row_buckets": not args.no_buckets}))
+    elif len(rows) > 1:
+        print(f"# growth from {rows[0][0]} to {rows[-1][0]} docs: {growth:+.1f} MiB ({pct:+.2f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

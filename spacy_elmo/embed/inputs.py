@@ -1,0 +1,131 @@
+"""Read the sentences to embed: plain text (one per line, ``.gz`` too), JSONL with a text field,
+or a spaCy ``.spacy`` DocBin. Each input line (or Doc) is one record, in order, empty ones
+included, so record ``i`` becomes HDF5 dataset ``"i"``.
+
+Tokens: plain text and JSONL go through a spaCy tokenizer (``spacy.blank(lang)``, or the tokenizer
+of a pipeline given by name or path) with whitespace tokens dropped, or are split on whitespace
+(``pretokenized``); a JSONL text field may also be a list of tokens. A DocBin keeps its Docs'
+tokens (whitespace tokens dropped), one record per Doc.
+"""
+import gzip
+import json
+import os
+from typing import Callable, Iterator, List, NamedTuple, Optional
+
+FORMATS = ("text", "jsonl", "spacy")
+
+
+class Record(NamedTuple):
+    """index: 0-based line (or Doc) number; text: the stripped line (the sentence_to_index key);
+    tokens: what the biLM reads."""
+
+    index: int
+    text: str
+    tokens: List[str]
+
+
+def detect_format(path: str, fmt: Optional[str] = None) -> str:
+    """``fmt`` if given (one of FORMATS), else from the name: ``.spacy`` -> spacy, ``.jsonl`` /
+    ``.ndjson`` (optionally ``.gz``) -> jsonl, anything else -> text. Raises ValueError."""
+    if fmt:
+        if fmt not in FORMATS:
+            raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        return fmt
+    name = path[:-3] if path.endswith(".gz") else path
+    if name.endswith(".spacy"):
+        return "spacy"
+    return "jsonl" if name.endswith((".jsonl", ".ndjson")) else "text"
+
+
+def _open(path: str):
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"input file not found: {path!r}")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
+    return open(path, encoding="utf-8", newline="\n")
+
+
+def _lines(path: str) -> Iterator[str]:
+    """Lines without their end of line; ValueError naming the file for non-UTF-8 bytes."""
+    with _open(path) as f:
+        try:
+            for line in f:
+                yield line.rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start} of a block)") from None
+        except (OSError, EOFError) as err:
+            raise ValueError(f"{path}: cannot read ({err})") from None
+
+
+def count(path: str, fmt: str) -> int:
+    """Number of records (lines, or Docs of a DocBin)."""
+    if fmt == "spacy":
+        return len(_docbin(path))
+    return sum(1 for _ in _lines(path))
+
+
+def make_tokenizer(pretokenized: bool, lang: str = "en") -> Callable[[str], List[str]]:
+    """text -> tokens: whitespace split if ``pretokenized``, else the spaCy tokenizer of
+    ``lang`` (a language code, or an installed pipeline's name or directory), whitespace tokens
+    dropped. Raises ValueError for an unknown language."""
+    if pretokenized:
+        return str.split
+    import spacy
+
+    try:
+        nlp = spacy.load(lang) if os.path.isdir(lang) or spacy.util.is_package(lang) else spacy.blank(lang)
+    except (ImportError, OSError, KeyError) as err:
+        raise ValueError(f"--lang {lang!r}: not a spaCy language code or pipeline ({err})") from None
+    tokenizer = nlp.tokenizer
+    return lambda text: [t.text for t in tokenizer(text) if not t.is_space]
+
+
+def read(path: str, fmt: str, tokenize: Callable[[str], List[str]], text_field: str = "text",
+         lang: str = "en") -> Iterator[Record]:
+    """Records of the input, in order. Raises ValueError naming the file and line for a JSONL
+    line that is not an object with a str (or list of str) ``text_field``."""
+    if fmt == "spacy":
+        yield from _read_docbin(path, lang)
+        return
+    for i, line in enumerate(_lines(path)):
+        if fmt == "jsonl":
+            yield _jsonl_record(path, i, line, text_field, tokenize)
+        else:
+            text = line.strip()
+            yield Record(i, text, tokenize(text) if text else [])
+
+
+def _jsonl_record(path: str, i: int, line: str, field: str, tokenize) -> Record:
+    if not line.strip():
+        return Record(i, "", [])
+    try:
+        obj = json.loads(line)
+    except ValueError as err:
+        raise ValueError(f"{path} line {i + 1}: not JSON ({err})") from None
+    value = obj.get(field) if isinstance(obj, dict) else None
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return Record(i, " ".join(value), list(value))
+    if not isinstance(value, str):
+        raise ValueError(f"{path} line {i + 1}: expected a JSON object with a string (or list of "
+                         f"strings) field {field!r} (set --text-field)")
+    text = value.strip()
+    return Record(i, text, tokenize(text) if text else [])
+
+
+def _docbin(path: str):
+    from spacy.tokens import DocBin
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"input file not found: {path!r}")
+    try:
+        return DocBin().from_disk(path)
+    except Exception as err:  # noqa: BLE001 - srsly/zlib/msgpack errors: one line naming the file
+        raise ValueError(f"{path}: not a spaCy DocBin ({type(err).__name__}: {err})") from None
+
+
+def _read_docbin(path: str, lang: str) -> Iterator[Record]:
+    import spacy
+
+    vocab = spacy.blank(lang if not os.path.isdir(lang) else "xx").vocab
+    for i, doc in enumerate(_docbin(path).get_docs(vocab)):
+        yield Record(i, doc.text.strip(), [t.text for t in doc if not t.is_space])

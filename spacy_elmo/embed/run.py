@@ -1,0 +1,187 @@
+"""``embed_file``: a corpus -> HDF5 of ELMo vectors (``python -m spacy_elmo embed``).
+
+Records are read lazily and cut into groups of about ``group_mb`` MB of float32 output (at least
+one sentence); each group goes through ``BiLM.embed_sentences`` (distinct tokens through the char
+CNN once, length-sorted batches of ``batch_size``) and is written at once as one part
+(:mod:`.writer`), so memory stays bounded by about twice the group whatever the corpus size. A re-run with
+the same arguments skips the parts already written; a finished OUTPUT with the same arguments
+is left as it is.
+"""
+import os
+import time
+from typing import Iterator, List, NamedTuple, Optional
+
+from . import inputs, layers
+from .writer import Output, written_args
+
+
+class EmbedError(ValueError):
+    """An embed run cannot start: bad option, output that exists with other arguments."""
+
+
+def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_spec: str = "all",
+               dtype: str = "float32", pretokenized: bool = False, lang: str = "en", fmt: Optional[str] = None,
+               text_field: str = "text", batch_size: int = 64, group_mb: float = 64.0, overwrite: bool = False,
+               progress: bool = True) -> dict:
+    """Embed every record of ``input_path`` into ``output`` (HDF5, AllenNLP ``elmo`` layout; see
+    :mod:`.writer`). ``model``: a name or directory as everywhere (default: the packaged
+    DEFAULT_MODEL); ``layer_spec``: see :mod:`.layers`; ``dtype``: float32 or float16.
+    Returns {"sentences", "tokens" (all records), "embedded", "embedded_tokens" (computed in this
+    run, not skipped), "seconds", "output", "already_complete" (OUTPUT was already there, same
+    arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
+    that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
+    input or model (with the download command for a registered name), ValueError for
+    unreadable input lines, ElmoWeightsError for a bad model file."""
+    from ..bilm import BiLM
+
+    p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
+    spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
+    summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
+               "output": output, "already_complete": False}
+    if os.path.exists(output):
+        if written_args(output) == args:
+            summary["already_complete"] = True
+            return summary
+        if not overwrite:
+            raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
+                             "--overwrite or choose another file")
+    bilm = BiLM.from_pretrained(model)
+    groups = read_groups(input_path, p, pretokenized, lang, text_field)
+    total = inputs.count(input_path, fmt)
+    with Output(output, args) as out:
+        _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
+        out.finish()  # with --overwrite, the old OUTPUT is replaced only now, by a complete one
+    return summary
+
+
+class Plan(NamedTuple):
+    """What decides an embed output, checked before any work: ``spec`` (the parsed --layers),
+    ``fmt`` (input format; None when the input is not a file), ``model`` (as given, or
+    DEFAULT_MODEL), ``model_dir``, ``lstm`` (the options' lstm section: n_layers, projection_dim;
+    a dataset is (n_layers + 1, n, 2 * projection_dim) or (n, 2 * projection_dim)) and ``args``
+    (JSON-plain values; an output written with equal args is reused by a re-run)."""
+
+    spec: layers.LayerSpec
+    fmt: Optional[str]
+    model: str
+    model_dir: str
+    lstm: dict
+    args: dict
+
+
+def plan(input_path: str, model: Optional[str] = None, layer_spec: str = "all", dtype: str = "float32",
+         pretokenized: bool = False, lang: str = "en", fmt: Optional[str] = None, text_field: str = "text",
+         batch_size: int = 64, group_mb: float = 64.0) -> Plan:
+    """Check :func:`embed_file`'s options and resolve the model (no weights loaded). Raises
+    FileNotFoundError for a missing input or model, EmbedError for a bad option."""
+    if not os.path.isfile(input_path):
+        raise FileNotFoundError(f"input file not found: {input_path!r}")
+    try:
+        fmt = inputs.detect_format(input_path, fmt)
+    except ValueError as err:
+        raise EmbedError(str(err)) from None
+    p = plan_model(model, layer_spec, dtype, batch_size, group_mb, "whitespace" if pretokenized else lang)
+    p.args.update(_input_args(input_path, fmt, text_field))
+    return p._replace(fmt=fmt)
+
+
+def plan_model(model: Optional[str], layer_spec: str = "all", dtype: str = "float32", batch_size: int = 64,
+               group_mb: float = 64.0, tokenizer: str = "en") -> Plan:
+    """The model and layer part of :func:`plan` (fmt None, no input keys in args), for inputs that
+    are not a file (``spacy_elmo.scale.embed_dataset``). ``args["group_tokens"]``: tokens per
+    group of about ``group_mb`` MB of float32 output. Raises FileNotFoundError, EmbedError."""
+    from ..bilm import DEFAULT_MODEL
+    from ..bilm.options import read_options
+    from ..bilm.pretrained import resolve
+
+    spec = _check_options(layer_spec, dtype, batch_size, group_mb)
+    model = model or DEFAULT_MODEL
+    model_dir = resolve(model)
+    lstm = read_options(os.path.join(model_dir, "options.json"))["lstm"]
+    try:
+        layers.check(spec, lstm["n_layers"])
+    except ValueError as err:
+        raise EmbedError(str(err)) from None
+    args = _model_args(model_dir, model, spec, dtype)
+    args["tokenizer"] = tokenizer
+    args["group_tokens"] = max(1, int(group_mb * 1e6 // ((lstm["n_layers"] + 1) * 2 * lstm["projection_dim"] * 4)))
+    return Plan(spec, None, model, model_dir, lstm, args)
+
+
+def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str = "en",
+                text_field: str = "text") -> Iterator[List[inputs.Record]]:
+    """The input's records (read lazily) in the groups that embed_file embeds and journals one
+    at a time: ~``p.args["group_tokens"]`` tokens each. The tokenizer is made now, so a bad
+    ``lang`` raises ValueError here, not on the first ``next``."""
+    tokenize = inputs.make_tokenizer(pretokenized or p.fmt == "spacy", lang)
+    records = inputs.read(input_path, p.fmt, tokenize, text_field, lang)
+    return _groups(records, p.args["group_tokens"])
+
+
+def _check_options(layer_spec, dtype, batch_size, group_mb) -> layers.LayerSpec:
+    try:
+        spec = layers.parse(layer_spec)
+    except ValueError as err:
+        raise EmbedError(str(err)) from None
+    if dtype not in layers.DTYPES:
+        raise EmbedError(f"--dtype {dtype!r}: expected one of {', '.join(layers.DTYPES)}")
+    if batch_size < 1 or not group_mb > 0:
+        raise EmbedError(f"--batch-size must be >= 1 and the group size > 0, got {batch_size} / {group_mb}")
+    return spec
+
+
+def _model_args(model_dir, model, spec, dtype) -> dict:
+    """The model and layer keys of what decides the output: JSON-plain values only."""
+    weights = os.path.join(model_dir, "weights.hdf5")
+    wst = os.stat(weights) if os.path.isfile(weights) else None
+    return {"model": model, "model_dir": os.path.abspath(model_dir), "weights_size": wst.st_size if wst else None,
+            "weights_mtime_ns": wst.st_mtime_ns if wst else None, "layers": spec.text, "dtype": dtype}
+
+
+def _input_args(input_path, fmt, text_field) -> dict:
+    """The input keys of what decides the output (a re-run with an equal dict reuses it)."""
+    st = os.stat(input_path)
+    return {"input": os.path.abspath(input_path), "input_size": st.st_size, "input_mtime_ns": st.st_mtime_ns,
+            "format": fmt, "text_field": text_field if fmt == "jsonl" else None}
+
+
+def _groups(records: Iterator[inputs.Record], max_tokens: int) -> Iterator[List[inputs.Record]]:
+    """Consecutive records, cut when a group reaches max_tokens tokens (deterministic, so a
+    re-run cuts the same groups)."""
+    group, tokens = [], 0
+    for record in records:
+        group.append(record)
+        tokens += len(record.tokens)
+        if tokens >= max_tokens:
+            yield group
+            group, tokens = [], 0
+    if group:
+        yield group
+
+
+def _run(bilm, out: Output, groups, spec, dtype, batch_size, total, progress, summary) -> None:
+    from tqdm import tqdm
+
+    from ..bilm.cpu_budget import ThreadBudget
+
+    done = out.done
+    budget = ThreadBudget("auto")  # fewer threads while other processes keep cores busy (SPACY_ELMO_THREADS overrides)
+    start = time.perf_counter()
+    with tqdm(total=total, unit="sent", desc="embed", disable=not progress, smoothing=0.1) as bar:
+        for group in groups:
+            first, last = group[0].index, group[-1].index
+            n_tokens = sum(len(r.tokens) for r in group)
+            summary["sentences"] += len(group)
+            summary["tokens"] += n_tokens
+            if (first, last) not in done:
+                with budget:
+                    arrays = bilm.embed_sentences([r.tokens for r in group], batch_size=batch_size)
+                out.add(first, last, [(r.index, r.text, layers.select(spec, a, dtype))
+                                      for r, a in zip(group, arrays)])
+                del arrays
+                summary["embedded"] += len(group)
+                summary["embedded_tokens"] += n_tokens
+            bar.update(len(group))
+            elapsed = time.perf_counter() - start
+            bar.set_postfix_str(f"{summary['embedded_tokens'] / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
+    summary["seconds"] = time.perf_counter() - start

@@ -1,0 +1,126 @@
+"""The per-user cache of downloaded models, and how a model name resolves to it.
+
+Location: ``$SPACY_ELMO_CACHE`` if set, else ``platformdirs.user_cache_dir("spacy-elmo")``
+(``~/.cache/spacy-elmo`` on Linux). One folder per model::
+
+    <cache>/<name>/options.json, weights.hdf5   the model (bilm-tf / AllenNLP layout)
+                   source.json                  URLs, byte sizes, time of the download
+                   sha256.json                  digests (spacy_elmo.bilm.integrity), written LAST
+                   *.part                       an unfinished download (resumed by the next one)
+
+A model is complete only when ``sha256.json`` holds the digests of both files: it is written
+after they are renamed into place, so a folder without it never looks finished. Loading checks
+the digests (``BiLM.from_files``). No torch or spaCy import here.
+"""
+import json
+import os
+import re
+from typing import Dict, List, Optional
+
+from . import registry
+
+CACHE_ENV = "SPACY_ELMO_CACHE"
+FILES = ("options.json", "weights.hdf5")
+SOURCE = "source.json"
+DIGESTS = "sha256.json"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def cache_dir() -> str:
+    """The cache folder (not created here)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    import platformdirs
+
+    return platformdirs.user_cache_dir("spacy-elmo", appauthor=False)
+
+
+def check_name(name: str) -> str:
+    """Return ``name`` if it can name a cached model (letters, digits, ``.``, ``_``, ``-``; no
+    path separators; at most 100 characters). Raises ValueError otherwise."""
+    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+        raise ValueError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
+                         "(at most 100 characters, starting with a letter or digit)")
+    return name
+
+
+def model_dir(name: str) -> str:
+    """Folder of a cached model (may not exist). Raises ValueError for an invalid name."""
+    return os.path.join(cache_dir(), check_name(name))
+
+
+def download_command(name: str) -> str:
+    """The command that downloads (or resumes) a model: for a registered name ``download NAME``,
+    for a URL-downloaded one the two URLs recorded in its source.json (when known)."""
+    if registry.get(name) is None:
+        urls = (read_source(name) or {}).get("urls", {})
+        if all(urls.get(f) for f in FILES):
+            return (f"python -m spacy_elmo download {urls['options.json']} {urls['weights.hdf5']} "
+                    f"--name {name}")
+        return f"python -m spacy_elmo download URL_OF_OPTIONS URL_OF_WEIGHTS --name {name}"
+    return f"python -m spacy_elmo download {name}"
+
+
+def read_source(name: str) -> Optional[dict]:
+    """The model's source.json as a dict, or None if absent or unreadable."""
+    try:
+        with open(os.path.join(model_dir(name), SOURCE), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def state(name: str) -> str:
+    """"downloaded" (both files and their digests), "partial" (the folder exists but is not
+    complete: an interrupted download) or "absent"."""
+    directory = model_dir(name)
+    if not os.path.isdir(directory):
+        return "absent"
+    try:
+        with open(os.path.join(directory, DIGESTS), encoding="utf-8") as f:
+            digests = json.load(f)
+    except (OSError, ValueError):
+        digests = {}
+    complete = isinstance(digests, dict) and all(
+        digests.get(f) and os.path.isfile(os.path.join(directory, f)) for f in FILES)
+    return "downloaded" if complete else "partial"
+
+
+def downloaded() -> List[str]:
+    """Names of the cache folders (complete or partial), sorted."""
+    root = cache_dir()
+    if not os.path.isdir(root):
+        return []
+    return sorted(n for n in os.listdir(root) if _NAME.match(n) and os.path.isdir(os.path.join(root, n)))
+
+
+def find(name: str, packaged: List[str]) -> str:
+    """Folder of a downloaded model. Raises FileNotFoundError with the exact download command
+    when ``name`` is registered but not (completely) downloaded, and a list of the packaged,
+    registered and downloaded names when it is unknown. Nothing is downloaded."""
+    try:
+        status = state(name)
+    except ValueError:
+        status = "absent"
+    if status == "downloaded":
+        return model_dir(name)
+    if status == "partial":
+        raise FileNotFoundError(f"ELMo model {name!r} is only partly downloaded (in {model_dir(name)}): "
+                                f"finish it with: {download_command(name)}")
+    entry = registry.get(name)
+    if entry is not None:
+        raise FileNotFoundError(f"ELMo model {name!r} is not downloaded (about {entry.size_mb} MB; nothing "
+                                f"downloads implicitly): run: {download_command(name)}")
+    complete = [n for n in downloaded() if state(n) == "downloaded"]
+    raise FileNotFoundError(
+        f"No ELMo model named or found at {name!r}: packaged models are {packaged}, downloadable "
+        f"ones {registry.names()} (python -m spacy_elmo download NAME), downloaded ones {complete} "
+        f"(in {cache_dir()}); otherwise pass a directory with options.json + weights.hdf5")
+
+
+def sizes(directory: str) -> Dict[str, int]:
+    """Byte size of each model file present in ``directory``."""
+    return {f: os.path.getsize(os.path.join(directory, f)) for f in FILES
+            if os.path.isfile(os.path.join(directory, f))}

@@ -1,0 +1,122 @@
+"""WiC, the Word-in-Context dataset (Pilehvar & Camacho-Collados 2019): is a target word used in
+the same sense in two sentences?
+
+The usual use with a contextual embedder (the WiC paper's ELMo baseline, section 4): the cosine
+of the target's two vectors, "same sense" above a threshold tuned on train (the accuracy-
+maximising midpoint between sorted train cosines), scored on dev. Done per biLM layer
+(0 = char CNN, context-free: the control) and for the layer average. Sentences are used as WiC
+tokenised them (split on single spaces), so the given indices point at the target.
+(Moved here from ``dev/wic.py``, which now imports it.)
+"""
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+
+from .paths import wic_dir as _default_wic_dir
+from .views import views
+
+Pair = Tuple[List[str], int, List[str], int]
+
+
+def read_split(wic_dir, split: str) -> Tuple[List[Pair], numpy.ndarray]:
+    """[(tokens_1, index_1, tokens_2, index_2)] and gold labels (bool (n,), True = same sense) of
+    one WiC split. Raises FileNotFoundError naming a missing file, ValueError naming a malformed
+    line (``path:line: ...``)."""
+    data_path = os.path.join(wic_dir, f"{split}.data.txt")
+    gold_path = os.path.join(wic_dir, f"{split}.gold.txt")
+    for path in (data_path, gold_path):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"WiC file not found: {path}")
+    pairs = []
+    with open(data_path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 5:
+                raise ValueError(f"{data_path}:{n}: expected 5 tab-separated fields, got {len(parts)}")
+            i1, i2 = (int(x) for x in parts[2].split("-"))
+            t1, t2 = parts[3].split(" "), parts[4].split(" ")
+            if not (0 <= i1 < len(t1) and 0 <= i2 < len(t2)):
+                raise ValueError(f"{data_path}:{n}: target index out of range")
+            pairs.append((t1, i1, t2, i2))
+    with open(gold_path, encoding="utf-8") as f:
+        gold = numpy.array([line.strip() == "T" for line in f if line.strip()])
+    if len(gold) != len(pairs):
+        raise ValueError(f"{gold_path}: {len(gold)} labels for {len(pairs)} pairs")
+    return pairs, gold
+
+
+def pair_vectors(bilm, pairs: Sequence[Pair], batch_size: int = 64, embed=None) -> numpy.ndarray:
+    """float32 (2, n_pairs, L + 1, dim): the target's vectors in sentence 1 ([0]) and 2 ([1]),
+    every layer. ``embed(bilm, sentences, index, batch_size)`` -> (m, L + 1, dim) picks the
+    vectors (default: :func:`spacy_elmo.probe.embed.embed_targets`, which runs each distinct
+    sentence once)."""
+    if embed is None:
+        from .embed import embed_targets as embed
+    sentences = [p[0] for p in pairs] + [p[2] for p in pairs]
+    index = [p[1] for p in pairs] + [p[3] for p in pairs]
+    vecs = embed(bilm, sentences, index, batch_size=batch_size)
+    n = len(pairs)
+    return numpy.stack([vecs[:n], vecs[n:]])
+
+
+def cosine(a: numpy.ndarray, b: numpy.ndarray) -> numpy.ndarray:
+    """Row-wise cosine of (n, dim) a and b: (n,) float; 0 where a row has norm 0."""
+    num = (a * b).sum(-1)
+    den = numpy.linalg.norm(a, axis=-1) * numpy.linalg.norm(b, axis=-1)
+    return num / numpy.maximum(den, 1e-12)
+
+
+def vector_cosines(pair_vecs: numpy.ndarray, center: Optional[numpy.ndarray] = None) -> Dict[str, numpy.ndarray]:
+    """{view: (n_pairs,) cosine} of (2, n_pairs, L + 1, dim) pair vectors (:func:`pair_vectors`);
+    views "0".."L" (layers) and "mean" (the layer average). ``center``: optional (L + 1, dim)
+    mean vectors subtracted from each layer first (:mod:`.centering`)."""
+    if center is not None:
+        pair_vecs = pair_vecs - center
+    return {name: cosine(v[0], v[1]) for name, v in views(pair_vecs).items()}
+
+
+def pair_cosines(bilm, pairs: Sequence[Pair], batch_size: int = 64,
+                 center: Optional[numpy.ndarray] = None) -> Dict[str, numpy.ndarray]:
+    """{view: (n_pairs,) cosine} of the target's two vectors: :func:`vector_cosines` of
+    :func:`pair_vectors`."""
+    return vector_cosines(pair_vectors(bilm, pairs, batch_size), center)
+
+
+def tune_threshold(cos: numpy.ndarray, gold: numpy.ndarray) -> Tuple[float, float]:
+    """(threshold, accuracy in [0, 1]) maximising the accuracy of ``cos > threshold`` on
+    (cos, gold): the midpoint between two neighbouring sorted values (or just outside the range
+    when one label wins everywhere)."""
+    order = numpy.argsort(cos)
+    c, g = cos[order], gold[order]
+    # predicting "same" for items after position k: correct = negatives up to k + positives after
+    neg_before = numpy.concatenate([[0], numpy.cumsum(~g)])
+    pos_after = g.sum() - numpy.concatenate([[0], numpy.cumsum(g)])
+    correct = neg_before + pos_after
+    k = int(numpy.argmax(correct))
+    lows = numpy.concatenate([[c[0] - 1.0], c])
+    highs = numpy.concatenate([c, [c[-1] + 1.0]])
+    return float((lows[k] + highs[k]) / 2), float(correct[k] / len(c))
+
+
+def threshold_scores(train_cos: Dict[str, numpy.ndarray], train_gold: numpy.ndarray,
+                     dev_cos: Dict[str, numpy.ndarray], dev_gold: numpy.ndarray) -> Dict[str, dict]:
+    """{view: {"threshold", "train_accuracy", "dev_accuracy", "correct"}} (accuracies in %), the
+    threshold tuned on train per view; "correct": bool (n_dev,) per dev pair (for paired tests)."""
+    result = {}
+    for view in train_cos:
+        threshold, train_acc = tune_threshold(train_cos[view], train_gold)
+        correct = (dev_cos[view] > threshold) == dev_gold
+        result[view] = {"threshold": threshold, "train_accuracy": 100 * train_acc,
+                        "dev_accuracy": 100 * float(correct.mean()), "correct": correct}
+    return result
+
+
+def wic_scores(bilm, wic_dir=None) -> Dict[str, dict]:
+    """{view: {"threshold", "train_accuracy", "dev_accuracy"}} (accuracies in %) of the cosine
+    threshold per view. ``wic_dir`` defaults to ``$SPACY_ELMO_SHARED/data/wic``."""
+    wic_dir = str(wic_dir or _default_wic_dir())
+    train_pairs, train_gold = read_split(wic_dir, "train")
+    dev_pairs, dev_gold = read_split(wic_dir, "dev")
+    scores = threshold_scores(pair_cosines(bilm, train_pairs), train_gold, pair_cosines(bilm, dev_pairs), dev_gold)
+    return {view: {k: v for k, v in s.items() if k != "correct"} for view, s in scores.items()}

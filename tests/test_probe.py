@@ -1,0 +1,181 @@
+"""spacy_elmo.probe: the contextuality measures, the linear probes, the paired bootstrap, and
+the whole `probe` command on the bilm-tf reference model with small data files."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy
+import pytest
+
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.probe import contextuality as ctx
+from spacy_elmo.probe.ewt import read_conllu, subset
+from spacy_elmo.probe.stats import paired_difference
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SENTENCES = [
+    "the cat sat on the mat .", "the dog ran to the park .", "a bird sang in the tree .",
+    "the man read the paper .", "we saw the film at the cinema .", "the river bank was muddy .",
+    "she paid the bill at the bank .", "the children played in the garden .",
+]
+TAGS = {"the": "DET", "a": "DET", ".": "PUNCT", "on": "ADP", "to": "ADP", "in": "ADP", "at": "ADP",
+        "we": "PRON", "she": "PRON", "was": "AUX"}
+
+
+@pytest.fixture(scope="module")
+def bilm(fixture_dir):
+    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+
+
+def _conllu(sentences):
+    blocks = []
+    for k, sent in enumerate(sentences):
+        rows = [f"# sent_id = s{k}"]
+        for i, w in enumerate(sent.split(), 1):
+            rows.append(f"{i}\t{w}\t{w}\t{TAGS.get(w, 'NOUN')}\t_\t_\t0\tdep\t_\t_")
+        blocks.append("\n".join(rows))
+    return "\n\n".join(blocks) + "\n\n"
+
+
+def _wic_files(directory, split, n):
+    rows, gold = [], []
+    for k in range(n):
+        s1, s2 = SENTENCES[k % 8].split(), SENTENCES[(k * 3 + 1) % 8].split()
+        rows.append(f"the\tN\t{s1.index('the') if 'the' in s1 else 0}-{s2.index('the') if 'the' in s2 else 0}"
+                    f"\t{' '.join(s1)}\t{' '.join(s2)}")
+        gold.append("T" if k % 2 else "F")
+    (directory / f"{split}.data.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (directory / f"{split}.gold.txt").write_text("\n".join(gold) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Small EWT-like CoNLL-U files, WiC files and a plain-text LM sample."""
+    root = tmp_path_factory.mktemp("probe_data")
+    (root / "train.conllu").write_text(_conllu(SENTENCES * 3), encoding="utf-8")
+    (root / "dev.conllu").write_text("# newdoc\n" + _conllu(SENTENCES) + "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n",
+                                     encoding="utf-8")
+    wic = root / "wic"
+    wic.mkdir()
+    _wic_files(wic, "train", 40)
+    _wic_files(wic, "dev", 12)
+    (root / "lm.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    return root
+
+
+def test_layer_0_is_perfectly_self_similar(bilm):
+    """Layer 0 (char CNN) ignores the context: every use of a word gets the same vector, so its
+    self-similarity is 1 (Ethayarajh 2019, Definition 1); the biLSTM layers are below 1."""
+    from spacy_elmo.probe.embed import embed_tokens
+
+    sentences = [s.split() for s in SENTENCES]
+    vecs = embed_tokens(bilm, sentences, progress=False)
+    scores = ctx.contextuality(vecs, sentences)
+    assert scores["0"]["words"] >= 1  # "the" is in >= 5 sentences
+    assert scores["0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
+    assert scores["0"]["self_similarity_adjusted"] == pytest.approx(1.0 - scores["0"]["anisotropy"], abs=1e-6)
+    for view in ("1", "2", "mean"):
+        assert scores[view]["self_similarity"] < 1 - 1e-4
+        assert -1 <= scores[view]["anisotropy"] <= 1 and -1 <= scores[view]["intra_sentence"] <= 1
+
+
+def test_measures_on_known_geometry():
+    unit = numpy.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    sentence_of = numpy.array([0, 0, 1, 1])
+    # pairs across sentences: half identical (cos 1), half orthogonal (cos 0)
+    assert ctx.anisotropy(unit, sentence_of, n_pairs=4000) == pytest.approx(0.5, abs=0.05)
+    assert ctx.self_similarity(unit, [numpy.array([0, 2]), numpy.array([1, 3])]) == pytest.approx(1.0)
+    assert ctx.intra_sentence(unit, numpy.array([0, 2, 4])) == pytest.approx(numpy.sqrt(0.5))
+    with pytest.raises(ValueError, match="at least two sentences"):
+        ctx.anisotropy(unit, numpy.zeros(4, dtype=int))
+    with pytest.raises(ValueError, match="no word occurs"):
+        ctx.self_similarity(unit, [])
+    words = ["a", "b", "a", "a", "a", "a"]
+    assert [len(o) for o in ctx.word_occurrences(words, numpy.array([0, 0, 1, 2, 3, 4]))] == [5]
+    assert ctx.word_occurrences(words, numpy.array([0, 0, 1, 1, 3, 4])) == []  # "a" in 4 sentences
+
+
+def test_paired_difference():
+    a = numpy.array([True] * 60 + [False] * 40)
+    out = paired_difference(a, a)
+    assert out == {"difference": 0.0, "low": 0.0, "high": 0.0}
+    b = numpy.zeros(100, dtype=bool)
+    out = paired_difference(a, b)
+    assert out["difference"] == pytest.approx(60.0) and 45 < out["low"] < 60 < out["high"] < 75
+    with pytest.raises(ValueError, match="same items"):
+        paired_difference(a, b[:5])
+
+
+def test_conllu_reader_and_subset(data, tmp_path):
+    sents = read_conllu(data / "dev.conllu")
+    assert len(sents) == 8 and sents[0][0][:3] == ["the", "cat", "sat"] and sents[0][1][0] == "DET"
+    picked = subset(list(range(100)), 10, seed=3)
+    assert picked == sorted(picked) and len(set(picked)) == 10 and picked == subset(list(range(100)), 10, seed=3)
+    assert subset([1, 2], 0, 0) == [1, 2] and subset([1, 2], 5, 0) == [1, 2]
+    with pytest.raises(FileNotFoundError, match="nope.conllu"):
+        read_conllu(tmp_path / "nope.conllu")
+    (tmp_path / "bad.conllu").write_text("1\tcat\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="bad.conllu:1"):
+        read_conllu(tmp_path / "bad.conllu")
+
+
+def _trained_pipeline(fixture_dir, path):
+    """A pipeline with an elmo component and a tagger listening to it, a few updates in."""
+    import spacy
+    from spacy.training import Example
+    from thinc.api import Adam
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"options_path": os.path.join(fixture_dir, "options.json"),
+                                 "weights_path": os.path.join(fixture_dir, "lm_weights.hdf5")})
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
+                                             "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1"}}})
+    examples = [Example.from_dict(nlp.make_doc(s), {"tags": [TAGS.get(w, "NOUN") for w in s.split()]})
+                for s in SENTENCES]
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.01)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nlp.to_disk(path)
+    return path
+
+
+def test_run_probe_end_to_end(bilm, data, fixture_dir, tmp_path):
+    """Every view of every probe is scored; probe.md / probe.json / probe.png are written; the
+    JSON has no per-item arrays; the learned mix of a saved pipeline is read back."""
+    from spacy_elmo.probe import ProbeSettings, run_probe, write_outputs
+
+    pipe = _trained_pipeline(fixture_dir, tmp_path / "tagger-elmo" / "model-best")
+    settings = ProbeSettings(train_sentences=10, context_sentences=8, center_sentences=4, progress=False,
+                             ewt_train=str(data / "train.conllu"), ewt_dev=str(data / "dev.conllu"),
+                             wic=str(data / "wic"), lm_text=str(data / "lm.txt"), pipelines=[str(pipe)])
+    result = run_probe(options_path=os.path.join(fixture_dir, "options.json"),
+                       weights_path=os.path.join(fixture_dir, "lm_weights.hdf5"), settings=settings)
+    views = {"0", "1", "2", "mean"}
+    for task in ("upos", "wic_cosine", "wic_lr"):
+        assert set(result[task]) == views
+        assert all(0 <= s["dev_accuracy"] <= 100 for s in result[task].values())
+    assert set(result["wic_cosine_centred"]["scores"]) == views
+    assert result["contextuality"]["0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
+    assert result["sizes"]["ewt"]["train_sentences"] == 10 and result["sizes"]["ewt"]["dev_tokens"] == sum(len(x.split()) for x in SENTENCES)
+    assert set(result["splits"]) == {"upos", "wic_cosine", "wic_lr"}
+    mix = result["mixes"]["tagger-elmo"]["tagger"]
+    assert len(mix["weights"]) == 3 and sum(mix["weights"]) == pytest.approx(1.0)
+    paths = write_outputs(result, tmp_path / "out")
+    text = json.loads(paths["json"].read_text())
+    assert "correct" not in json.dumps(text["upos"]) and text["model"]["dim"] == bilm.output_dim
+    md = paths["md"].read_text()
+    assert "| layer 0 (char CNN) |" in md and "| tagger-elmo | tagger |" in md and "97.3 / 96.8" in md
+    assert paths["png"].stat().st_size > 20000
+
+
+def test_probe_cli_errors(tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-m", "spacy_elmo", "probe", str(tmp_path / "no_model"), "--output",
+                          str(tmp_path / "o"), "--quiet"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert out.returncode == 2 and "error:" in out.stderr and "no_model" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "spacy_elmo", "probe", "a", "b", "--output", str(tmp_path / "o")],
+                         capture_output=True, text=True, env=env, cwd=REPO)
+    assert out.returncode == 2 and "pipelines go after --pipelines" in out.stderr
