@@ -19,12 +19,13 @@ strings to ``nlp.vocab``.
 
 Every ``--every`` docs it prints docs, VmRSS (MiB, from /proc/self/status, else psutil), the
 change since the first checkpoint, docs/s (and, on the spaCy paths, the size of
-``nlp.vocab.strings``); at the end the growth from the first checkpoint to the
-last, in MiB and %. ``--json`` prints one JSON line instead ({"checkpoints": [[docs, rss_mib],
-...], ...}; tests/test_memory.py reads it). ``--no-buckets`` turns off oneDNN row bucketing
-(:func:`spacy_elmo.bilm.onednn.set_row_buckets`), i.e. reproduces the unbounded growth of
-before the fix. ``--trim`` also prints RSS after glibc ``malloc_trim(0)`` (memory in use vs
-memory the allocator holds).
+``nlp.vocab.strings``); at the end the growth from the first checkpoint to the last, in MiB and %.
+``--trim`` also prints RSS after glibc ``malloc_trim(0)`` (memory in use, without the free heap
+the allocator keeps). ``--json`` prints one JSON line instead ({"checkpoints": [[docs, rss_mib
+(, trimmed_mib)], ...], "malloc_trim": ran, ...}; tests/test_memory.py reads it).
+``--no-buckets`` turns off oneDNN row bucketing (:func:`spacy_elmo.bilm.onednn.set_row_buckets`:
+products on their exact row counts), which brings back the growth of before the fix
+(benchmarks/README.md, "Memory").
 """
 import argparse
 import gzip
@@ -138,6 +139,7 @@ class Checkpoints:
         self.rows = []
         self.t0 = time.perf_counter()
         self.strings = None  # () -> size of nlp.vocab.strings, on the spaCy paths
+        self.trimmed = False  # whether malloc_trim ran (glibc)
 
     def __call__(self, k: int) -> None:
         before, self.n = self.n, self.n + k
@@ -149,7 +151,7 @@ class Checkpoints:
     def record(self) -> None:
         row = [self.n, round(rss_mib(), 1)]
         if self.trim:
-            malloc_trim()
+            self.trimmed = malloc_trim() or self.trimmed
             row.append(round(rss_mib(), 1))
         self.rows.append(row)
         if not self.quiet:
@@ -199,7 +201,7 @@ def main(argv=None) -> int:
     pct = 100.0 * growth / rows[0][1] if rows else 0.0
     if args.json:
         print(json.dumps({"checkpoints": rows, "growth_mib": round(growth, 1), "growth_pct": round(pct, 2),
-                          "path": args.path, "row_buckets": not args.no_buckets}))
+                          "path": args.path, "row_buckets": not args.no_buckets, "malloc_trim": counter.trimmed}))
     elif len(rows) > 1:
         print(f"# growth from {rows[0][0]} to {rows[-1][0]} docs: {growth:+.1f} MiB ({pct:+.2f}%)")
     return 0

@@ -37,8 +37,14 @@ def _make_boundary(char: int) -> numpy.ndarray:
 BOS_IDS = _make_boundary(BOS_CHAR)
 EOS_IDS = _make_boundary(EOS_CHAR)
 
+# Char ids of recently seen tokens. Kept small: each entry costs ~270 bytes, and real text keeps
+# bringing new tokens (121k distinct ones in 100k Wikinews docs), so a 2**18 cache grew by ~30 MB
+# over such a stream. 16,384 entries (~4 MB, full within the first docs) keep the frequent words:
+# building the ids of a 64-doc batch takes 2.1 ms instead of 1.6 ms (3.1 ms without cache).
+TOKEN_CACHE_SIZE = 2 ** 14
 
-@lru_cache(maxsize=2 ** 18)
+
+@lru_cache(maxsize=TOKEN_CACHE_SIZE)
 def _token_ids(token: str) -> bytes:
     ids = numpy.full(MAX_CHARS, PAD_CHAR + 1, dtype=numpy.int16)
     data = token.encode("utf-8", "ignore")[: MAX_CHARS - 2]
