@@ -2,7 +2,7 @@
 
 usage: python benchmarks/bench_bilm.py {original|small|MODEL_DIR} [--models DIR] [--std 0.05] [--runs 3]
            [--threads 2] [--batch-size 32] [--sentences 200] [--conllu PATH] [--dump OUT.npz]
-           [--ceiling-gflops X]
+           [--ceiling-gflops X] [--precision float32|bfloat16]
 
 original / small: seeded random-weight models (seed 0, std 0.05), written on first use to
 ``--models``/{original,small} (default ~/.cache/elmo-anchor) with exactly the datasets, order and
@@ -19,7 +19,7 @@ executed_gflops_per_s: FLOPs this implementation really does (distinct tokens, t
 positions, <S>/</S> steps) per second.
 --dump OUT.npz writes the outputs in bench_anchor.py's --dump format (compare_dumps.py);
 --runs 0 skips the timing (outputs only).
-Timing is meaningless while other CPU-heavy jobs run: see benchmarks/paused.sh.
+Timing is meaningless while other CPU-heavy jobs run: see scripts/ops/pause_pretraining.sh.
 """
 import argparse
 import json
@@ -29,8 +29,10 @@ import statistics
 import sys
 import time
 
+from spacy_elmo.shared_data import shared_dir
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.abspath(os.environ.get("SPACY_ELMO_SHARED", os.path.join(REPO, "..", "shared")))
+SHARED = str(shared_dir())
 FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
 
 
@@ -74,26 +76,9 @@ def model_dir(arg, models, std=0.05):
 
 def read_workload(path, n):
     """First n sentences of a CoNLL-U file, syntactic words only (as allennlp-anchor/workload.py)."""
-    out, cur = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip():
-                if cur:
-                    out.append(cur)
-                    cur = []
-                    if len(out) >= n:
-                        break
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if "-" in cols[0] or "." in cols[0]:
-                continue
-            cur.append(cols[1])
-    if cur and len(out) < n:
-        out.append(cur)
-    return out[:n]
+    from spacy_elmo.probe.ewt import read_words
+
+    return read_words(path, n)
 
 
 def flops_per_token(options):
@@ -156,6 +141,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dump", default=None, metavar="OUT.npz")
     ap.add_argument("--ceiling-gflops", type=float, default=None)
+    ap.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
+                    help="BiLM(precision=...); float32 vs bfloat16 side by side: bench_precision.py")
     a = ap.parse_args()
 
     import numpy as np
@@ -168,7 +155,8 @@ def main():
     sents = read_workload(a.conllu, a.sentences)
     ntok = sum(len(s) for s in sents)
     t0 = time.perf_counter()
-    bilm = BiLM.from_files(os.path.join(mdir, "options.json"), os.path.join(mdir, "weights.hdf5"))
+    bilm = BiLM.from_files(os.path.join(mdir, "options.json"), os.path.join(mdir, "weights.hdf5"),
+                           precision=a.precision)
     t_load = time.perf_counter() - t0
 
     def run():
@@ -185,6 +173,7 @@ def main():
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     conv, dense, lstm = flops_per_token(bilm.options)
     res = dict(impl="spacy_elmo.bilm.BiLM.embed_sentences", model=os.path.abspath(mdir), torch=torch.__version__,
+               precision=a.precision, effective_precision=bilm.effective_precision,
                threads=torch.get_num_threads(), malloc_env={k: v for k, v in sorted(os.environ.items())
                                                             if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"},
                sentences=len(sents), tokens=ntok, batch_size=a.batch_size, runs=a.runs,

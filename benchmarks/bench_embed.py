@@ -27,8 +27,10 @@ import sys
 import tempfile
 import time
 
+from spacy_elmo.shared_data import shared_dir
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.abspath(os.environ.get("SPACY_ELMO_SHARED", os.path.join(REPO, "..", "shared")))
+SHARED = str(shared_dir())
 
 
 def read_lines(path, n):
@@ -107,7 +109,8 @@ def main(argv=None):
         "embed_file_loop_tok_s": round(n_tokens / min(loop), 1),
         "ratio_wall": round(best["embed_sentences"] / best["embed_file"], 3),
         "ratio_cpu": round(best_cpu["embed_sentences"] / best_cpu["embed_file"], 3),
-        "ratio_wall_median": round(statistics.median(wall["embed_sentences"]) / statistics.median(wall["embed_file"]), 3),
+        "ratio_wall_median": round(statistics.median(wall["embed_sentences"])
+                                   / statistics.median(wall["embed_file"]), 3),
         "output_mb": round(size / 1e6, 1),
         "wall_s": {k: [round(x, 2) for x in v] for k, v in wall.items()},
         "cpu_s": {k: [round(x, 2) for x in v] for k, v in cpu.items()},

@@ -108,8 +108,8 @@ def run_pipe(docs, args, on_doc) -> None:
 
     nlp = spacy.blank("en")
     if args.path == "pipe":
-        nlp.add_pipe("elmo", config={"store": args.store, "batch_size": args.batch_size,
-                                     **({"model": args.model} if args.model else {})})
+        nlp.add_pipe("elmo", config={"store": args.store, "model": {"batch_size": args.batch_size,
+                                     **({"name": args.model} if args.model else {})}})
     on_doc.strings = lambda: len(nlp.vocab.strings)
     for _ in nlp.pipe((" ".join(d) for d in docs), batch_size=args.batch_size):
         on_doc(1)

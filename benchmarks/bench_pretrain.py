@@ -20,7 +20,6 @@ Run with pretraining paused:  bash benchmarks/paused.sh python benchmarks/bench_
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import tempfile
@@ -34,8 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from spacy_elmo.pretrain import train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
+from spacy_elmo.shared_data import shared_dir  # noqa: E402
 
-SHARED = Path(os.environ.get("SPACY_ELMO_SHARED", ROOT.parent / "shared"))
+SHARED = shared_dir()
 MODEL = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
 
 
@@ -140,7 +140,8 @@ def main():
     print(f"CPU: {results[0]['path']['cpu']}; torch {torch.__version__}; {args.threads} threads; "
           f"bf16 capability: {cpu_bf16_capability() or 'none'}")
     print("GEMM ceiling (2048^3): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in ceilings.items()))
-    print(f"{'trainer':8} {'path':38} {'batch':>6} {'steps':>6} {'tokens':>9} {'tok/s':>8} {'GFLOP/s':>8} {'held-out ppl':>12}")
+    print(f"{'trainer':8} {'path':38} {'batch':>6} {'steps':>6} {'tokens':>9} {'tok/s':>8} {'GFLOP/s':>8} "
+          f"{'held-out ppl':>12}")
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
         p = r["path"]

@@ -11,7 +11,7 @@ Prints tokens/s (median of --repeats passes over --docs UD EWT dev sentences) fo
 and the ratios that matter: auto vs the best fixed setting under each load. Pause a background
 pretraining job first (the "idle" rows are meaningless otherwise):
 
-    bash benchmarks/paused.sh python benchmarks/bench_shared_cores.py
+    bash scripts/ops/pause_pretraining.sh python benchmarks/bench_shared_cores.py
 """
 import argparse
 import json
@@ -22,8 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+from spacy_elmo.shared_data import shared_dir
+
 HERE = Path(__file__).resolve().parent
-SHARED = Path(os.environ.get("SPACY_ELMO_SHARED", HERE.parent.parent / "shared"))
+SHARED = shared_dir()
 
 
 def worker(threads: str, docs: int, repeats: int, text_file: str) -> None:
@@ -31,7 +33,7 @@ def worker(threads: str, docs: int, repeats: int, text_file: str) -> None:
     import torch
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"threads": threads if threads == "auto" else int(threads)})
+    nlp.add_pipe("elmo", config={"model": {"threads": threads if threads == "auto" else int(threads)}})
     texts = [t for t in Path(text_file).read_text(encoding="utf-8").splitlines() if t.strip()][:docs]
     list(nlp.pipe(texts[:32]))  # warm-up: load the biLM, first oneDNN primitives
     rates = []
@@ -44,7 +46,8 @@ def worker(threads: str, docs: int, repeats: int, text_file: str) -> None:
 
 def ewt_dev_sentences(path: Path) -> str:
     out = Path(os.environ.get("TMPDIR", "/tmp")) / "spacy_elmo_bench_ewt_dev.txt"
-    lines = [ln[len("# text = "):] for ln in path.read_text(encoding="utf-8").splitlines() if ln.startswith("# text = ")]
+    lines = [ln[len("# text = "):] for ln in path.read_text(encoding="utf-8").splitlines()
+             if ln.startswith("# text = ")]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return str(out)
 

@@ -15,7 +15,7 @@ import time
 
 import spacy
 
-from spacy_elmo.probe.paths import ewt_path
+from spacy_elmo.shared_data import ewt_path
 
 
 def texts(n: int):
@@ -31,7 +31,7 @@ def texts(n: int):
 
 def build(model: str, vectors):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"model": model, "vectors": vectors, "cache_size": 0})
+    nlp.add_pipe("elmo", config={"model": {"name": model, "cache_mb": 0}, "vectors": vectors})
     nlp.initialize()
     return nlp
 

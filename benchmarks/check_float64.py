@@ -59,7 +59,8 @@ def main():
 
     torch.set_num_threads(2)
     mdir = bench_bilm.model_dir(a.model, a.models)
-    workload = bench_bilm.read_workload(os.path.join(bench_bilm.SHARED, "data", "ud_en_ewt", "en_ewt-ud-dev.conllu"), 200)
+    workload = bench_bilm.read_workload(os.path.join(bench_bilm.SHARED, "data", "ud_en_ewt", "en_ewt-ud-dev.conllu"),
+                                        200)
     sents = sorted(workload, key=len, reverse=True)[: a.sentences]
     tmp = tempfile.mkdtemp(prefix="elmo-f64-")
     with open(os.path.join(tmp, "sents.json"), "w") as f:

@@ -2,9 +2,9 @@
 the same random-weight models and workload; report tokens/s of both, the ratio, and whether the
 outputs agree (the anchor's compare_dumps.py: allclose atol 2e-6, rtol 1e-5, every layer).
 
-usage (pause the background pretraining job while timing; paused.sh always resumes it):
+usage (pause the background pretraining job while timing; pause_pretraining.sh always resumes it):
     bash /work/shared/bench/allennlp-anchor/setup.sh ~/.cache/elmo-anchor/venv    # once, ~1 min
-    bash benchmarks/paused.sh python benchmarks/compare_allennlp.py [original small] [--runs 2]
+    bash scripts/ops/pause_pretraining.sh python benchmarks/compare_allennlp.py [original small] [--runs 2]
 
 Both sides: 2 threads, default glibc malloc (no MALLOC_* variables), stateless, first 200 EWT dev
 sentences in batches of 32, one warm-up pass then the median of --runs passes. Each side runs in
@@ -39,7 +39,8 @@ def main():
     ap.add_argument("sizes", nargs="*", default=["original", "small"])
     ap.add_argument("--runs", type=int, default=2, help="timed passes per side; 0: compare outputs only")
     ap.add_argument("--std", type=float, default=0.05,
-                    help="weight std of the random models; 0.02 makes the original size non-chaotic (see check_float64.py)")
+                    help="weight std of the random models; 0.02 makes the original size non-chaotic "
+                         "(see check_float64.py)")
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/elmo-anchor/venv"))
     ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
     ap.add_argument("--out-dir", default=None, help="where the dumps go (default: a temporary folder)")

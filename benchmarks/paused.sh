@@ -1,22 +1,4 @@
 #!/usr/bin/env bash
-# Run a command with the background pretraining job paused (SIGSTOP), and ALWAYS resume it (SIGCONT)
-# afterwards, even if the command fails or is interrupted. Timing numbers on this 2-core machine are
-# meaningless while pretraining runs.   usage: bash benchmarks/paused.sh CMD [ARGS...]
-# Only python processes whose command line matches spacy_elmo...pretrain are signalled (by pid).
-set -u
-PATTERN='^[^ ]*python[^ ]* .*spacy_elmo.*pretrain'
-PIDS=$(pgrep -f "$PATTERN" || true)
-resume() {
-    if [ -n "$PIDS" ]; then
-        kill -CONT $PIDS 2>/dev/null || true
-        echo "paused.sh: resumed pretraining pid(s) $PIDS" >&2
-    fi
-}
-trap resume EXIT
-trap 'exit 130' INT TERM HUP
-if [ -n "$PIDS" ]; then
-    kill -STOP $PIDS
-    echo "paused.sh: paused pretraining pid(s) $PIDS" >&2
-    sleep 1
-fi
-"$@"
+# Moved: the pause/resume wrapper is an operations tool and lives at scripts/ops/pause_pretraining.sh.
+# This stub forwards to it so that commands written with the old path keep working.
+exec bash "$(dirname "$0")/../scripts/ops/pause_pretraining.sh" "$@"

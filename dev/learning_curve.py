@@ -46,7 +46,8 @@ def main(model_dir=os.path.join(ROOT, "spacy_elmo", "models", "en_elmo_small"),
     for k, (node, offset) in enumerate(lineage(meta)):
         hist = [h for h in node.get("history", []) if not h.get("full_heldout")]
         xs = [(offset + h["tokens_seen"]) / 1e6 for h in hist]
-        ax.plot(xs, [h["perplexity"] for h in hist], "o-", ms=3, color="C0", label="held-out perplexity (30k slice)" if k == 0 else None)
+        ax.plot(xs, [h["perplexity"] for h in hist], "o-", ms=3, color="C0",
+                label="held-out perplexity (30k slice)" if k == 0 else None)
         if k:
             ax.axvline(offset / 1e6, color="grey", ls=":", lw=1)
         wic = node.get("evaluation", {}).get("wic")

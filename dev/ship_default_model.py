@@ -109,9 +109,9 @@ def _heldout(src: Path, dst: Path) -> dict:
     """Perplexity of the shipped files on the run's whole held-out split (its corpus cache)."""
     from spacy_elmo.pretrain.config import load_config
     from spacy_elmo.pretrain.corpus import map_types_to_words, type_char_ids
-    from spacy_elmo.pretrain.export import load_model
     from spacy_elmo.pretrain.corpus_cache import prepare_corpus
     from spacy_elmo.pretrain.evaluation import evaluate
+    from spacy_elmo.pretrain.export import load_model
 
     cfg = load_config(src / "config.cfg")
     corpus = prepare_corpus(cfg, src, progress=False)

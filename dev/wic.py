@@ -22,8 +22,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from spacy_elmo.probe.paths import wic_dir  # noqa: E402
 from spacy_elmo.probe.wic import pair_cosines, read_split, tune_threshold, wic_scores  # noqa: E402,F401
+from spacy_elmo.shared_data import wic_dir  # noqa: E402
 
 DEFAULT_WIC = str(wic_dir())
 __all__ = ["DEFAULT_WIC", "pair_cosines", "read_split", "tune_threshold", "wic_scores", "main"]

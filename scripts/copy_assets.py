@@ -5,7 +5,7 @@
 For every asset of project.yml that is missing (or has the wrong checksum) at its `dest`:
 1. copy it from the shared data folder: `$SPACY_ELMO_SHARED/<shared>` (the asset's `shared` key,
    e.g. `data/ner/wnut17/train.conll`); SPACY_ELMO_SHARED defaults to `../shared` beside the
-   project; else
+   project (resolved by `spacy_elmo.shared_data`, as everywhere else); else
 2. download it from the asset's `url` (what `spacy project assets` does).
 The MD5 of the result must equal the asset's `checksum`; otherwise the command fails and says
 which file differs. Existing files with the right checksum are left alone, so running it twice, or
@@ -21,12 +21,7 @@ from typing import Dict, Optional
 
 import srsly
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-
-
-def shared_dir() -> Path:
-    """The shared folder: $SPACY_ELMO_SHARED, else ../shared beside the project."""
-    return Path(os.environ.get("SPACY_ELMO_SHARED", PROJECT_DIR.parent / "shared")).resolve()
+from spacy_elmo.shared_data import shared_dir
 
 
 def md5(path: Path) -> str:

@@ -160,7 +160,8 @@ def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[
         ]
         for run in with_settings:
             st = run["settings"]
-            cells = ["-" if st.get(k) is None else f"{st[k]:,}" for k in ("train_docs", "max_steps", "patience", "eval_frequency")]
+            cells = ["-" if st.get(k) is None else f"{st[k]:,}"
+                     for k in ("train_docs", "max_steps", "patience", "eval_frequency")]
             lines.append(f"| {run['component']} | {run['data']} | {run['config']} | {' | '.join(cells)} |")
         lines.append("")
 
@@ -175,7 +176,8 @@ def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[
             gain = 100 * (elmo - base)
             verdict = "-" if target is None else ("met" if gain >= target else "not met")
             target_text = "-" if target is None else f"+{target:.1f}"
-            gains.append(f"| {pair['ELMo']['data']} | {label} | {_pct(base)} | {_pct(elmo)} | {gain:+.2f} | {target_text} | {verdict} |")
+            gains.append(f"| {pair['ELMo']['data']} | {label} | {_pct(base)} | {_pct(elmo)} | {gain:+.2f} "
+                         f"| {target_text} | {verdict} |")
     if gains:
         lines += [
             "## ELMo minus baseline (points)",
@@ -231,7 +233,8 @@ def plot_dev_scores(runs: List[Dict], path: Path) -> bool:
         values = [100 * (dev_score(r) or 0.0) for r in pair]
         bars = ax.bar(names, values, color=[colors.get(n, "#ff7f0e") for n in names])
         for bar, value in zip(bars, values):
-            ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom", fontsize=9)
+            ax.annotate(f"{value:.2f}", (bar.get_x() + bar.get_width() / 2, value), ha="center", va="bottom",
+                        fontsize=9)
         low = min(values)
         ax.set_ylim(max(0.0, low - max(5.0, 0.3 * (100 - low))), min(100.0, max(values) + 0.15 * (100 - low) + 1))
         ax.set_title(f"{pair[0]['data']}: {TASKS[task][0]}")

@@ -17,8 +17,8 @@ from ._extensions_hook import install_on_spacy_import  # noqa: E402
 
 install_on_spacy_import()
 
-_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError", "learned_mixes",
-             "format_mixes", "Mix", "restore_vector_hooks", "with_vector_hooks")
+_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError",
+             "learned_mixes", "format_mixes", "Mix", "restore_vector_hooks", "with_vector_hooks")
 _BILM = ("BiLM", "batch_to_ids")
 
 
@@ -28,7 +28,7 @@ def __getattr__(name):
 
         return getattr(pipeline, name)
     if name == "DEFAULT_MODEL":
-        from .bilm.pretrained import DEFAULT_MODEL
+        from .package_data import DEFAULT_MODEL
 
         return DEFAULT_MODEL
     if name in _BILM:

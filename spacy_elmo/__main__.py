@@ -6,7 +6,8 @@ from typing import List, Optional
 
 import typer
 
-app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True, add_completion=False)
+app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
+                  add_completion=False)
 
 
 @app.command("init-config")
@@ -32,8 +33,12 @@ def init_config_cli(output: Optional[Path] = typer.Argument(None, help="File to 
 def pretrain_cli(
     ctx: typer.Context,
     output_dir: Path = typer.Argument(..., help="Output directory (config.cfg, corpus cache, checkpoint.pt, model/)"),
-    config_path: Optional[Path] = typer.Option(None, "--config", "-c", help="Config file (default: the packaged default; see init-config)"),
+    config_path: Optional[Path] = typer.Option(None, "--config", "-c",
+                                               help="Config file (default: the packaged default; see init-config)"),
     resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoint.pt"),
+    from_stable: bool = typer.Option(False, "--from-stable", help="With --resume: continue the stable phase from "
+                                     "OUTPUT/checkpoint-stable.pt (kept when the decay began) with a larger "
+                                     "--training.max_steps"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
 ):
     """Pretrain a biLM on raw text. Extra options override the config, e.g. --training.max_steps 1000."""
@@ -49,7 +54,7 @@ def pretrain_cli(
         raise typer.Exit(2)
     try:
         pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
-                 progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:])
+                 progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:], from_stable=from_stable)
     except (CorpusError, FileNotFoundError, FileExistsError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)
@@ -84,14 +89,21 @@ def perplexity_cli(
 @app.command("probe", context_settings={"allow_extra_args": True})
 def probe_cli(
     ctx: typer.Context,
-    model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory (default: the embedded en_elmo_small)"),
+    model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory "
+                                                     "(default: the embedded en_elmo_small)"),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for probe.md, probe.json and probe.png"),
-    pipelines: Optional[List[Path]] = typer.Option(None, "--pipelines", help="Trained pipeline directories whose learned mixes to read: --pipelines A B C (or repeat the option)"),
-    options_path: Optional[Path] = typer.Option(None, "--options", help="options.json of an official ELMo model (with --weights; overrides MODEL)"),
-    weights_path: Optional[Path] = typer.Option(None, "--weights", help="weights.hdf5 of an official ELMo model (with --options)"),
-    train_sentences: int = typer.Option(3000, "--train-sentences", help="Seeded subset of EWT train for the UPOS probe (0 = all 12,544)"),
-    context_sentences: int = typer.Option(1000, "--context-sentences", help="Seeded sample of EWT dev for the contextuality measures"),
-    center_sentences: int = typer.Option(1000, "--center-sentences", help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
+    pipelines: Optional[List[Path]] = typer.Option(None, "--pipelines", help="Trained pipeline directories whose "
+                                                   "learned mixes to read: --pipelines A B C (or repeat the option)"),
+    options_path: Optional[Path] = typer.Option(None, "--options", help="options.json of an official ELMo model "
+                                                "(with --weights; overrides MODEL)"),
+    weights_path: Optional[Path] = typer.Option(None, "--weights",
+                                                help="weights.hdf5 of an official ELMo model (with --options)"),
+    train_sentences: int = typer.Option(3000, "--train-sentences",
+                                        help="Seeded subset of EWT train for the UPOS probe (0 = all 12,544)"),
+    context_sentences: int = typer.Option(1000, "--context-sentences",
+                                          help="Seeded sample of EWT dev for the contextuality measures"),
+    center_sentences: int = typer.Option(1000, "--center-sentences",
+                                         help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
     seed: int = typer.Option(0, "--seed"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
 ):
@@ -104,7 +116,8 @@ def probe_cli(
         raise typer.Exit(2)
     pipelines = list(pipelines or []) + [Path(a) for a in ctx.args]
     try:
-        paths = probe_command(model, str(options_path) if options_path else None, str(weights_path) if weights_path else None,
+        paths = probe_command(model, str(options_path) if options_path else None,
+                              str(weights_path) if weights_path else None,
                               [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
                               context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
                               progress=not quiet)
@@ -117,9 +130,11 @@ def probe_cli(
 
 @app.command("download")
 def download_cli(
-    source: List[str] = typer.Argument(..., help="A registered model name (see `models`), or URL_OF_OPTIONS URL_OF_WEIGHTS with --name"),
+    source: List[str] = typer.Argument(..., help="A registered model name (see `models`), "
+                                                 "or URL_OF_OPTIONS URL_OF_WEIGHTS with --name"),
     name: Optional[str] = typer.Option(None, "--name", help="Cache name for a model given by its two URLs"),
-    sha256: Optional[List[str]] = typer.Option(None, "--sha256", help="Pin a digest: HEX (weights.hdf5), weights=HEX or options=HEX; repeatable"),
+    sha256: Optional[List[str]] = typer.Option(None, "--sha256", help="Pin a digest: HEX (weights.hdf5), "
+                                               "weights=HEX or options=HEX; repeatable"),
     force: bool = typer.Option(False, "--force", help="Download again even if already complete"),
     retries: int = typer.Option(3, "--retries", help="Retries of a lost connection per file (each resumes)"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
@@ -144,7 +159,8 @@ def download_cli(
         typer.echo("interrupted: run the same command again to resume", err=True)
         raise typer.Exit(130)
     typer.echo(f"{model}: ready in {directory} (sha256 recorded, checked on every load). Use it as "
-               f"model = \"{model}\" in an elmo component, --model {model}, or BiLM.from_pretrained(\"{model}\").")
+               f"name = \"{model}\" in an elmo component's [components.elmo.model], --model {model}, or "
+               f"BiLM.from_pretrained(\"{model}\").")
 
 
 @app.command("models")
@@ -163,21 +179,29 @@ def models_cli(
 def embed_cli(
     input_path: Path = typer.Argument(..., help="Text (one sentence per line, .gz too), .jsonl, or a .spacy DocBin"),
     output: Path = typer.Argument(..., help="HDF5 file to write (AllenNLP `elmo` layout)"),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (packaged or downloaded) or directory (default: the packaged default)"),
-    layers: str = typer.Option("all", "--layers", help="all | top | average | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (packaged or downloaded) or "
+                                        "directory (default: the packaged default)"),
+    layers: str = typer.Option("all", "--layers",
+                               help="all | top | average | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
     dtype: str = typer.Option("float32", "--dtype", help="float32 or float16"),
     pretokenized: bool = typer.Option(False, "--pretokenized", help="Split on whitespace instead of spaCy's tokenizer"),
     lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),
     fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
     text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text (or a list of tokens)"),
     batch_size: int = typer.Option(64, "--batch-size", help="Sentences per biLM call"),
-    group_mb: float = typer.Option(64.0, "--group-mb", help="MB of float32 output per group (journal part; one shard with --ray)"),
+    group_mb: float = typer.Option(64.0, "--group-mb",
+                                   help="MB of float32 output per group (journal part; one shard with --ray)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
-    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]", help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + manifest.json. ADDRESS: auto, HOST:PORT, ray://HOST:PORT; alone: a local cluster"),
-    actors: Optional[int] = typer.Option(None, "--actors", help="With --ray: actors in the pool (default: cluster CPUs / --cpus-per-actor)"),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + "
+                                      "manifest.json. ADDRESS: auto, HOST:PORT, ray://HOST:PORT; "
+                                      "alone: a local cluster"),
+    actors: Optional[int] = typer.Option(None, "--actors", help="With --ray: actors in the pool "
+                                         "(default: cluster CPUs / --cpus-per-actor)"),
     cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", help="With --ray: CPUs (= torch threads) per actor"),
-    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
+    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor",
+                                         help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
 ):
     """ELMo vectors of every line into HDF5: one dataset per line (by index) + sentence_to_index."""
     from .embed import embed_file

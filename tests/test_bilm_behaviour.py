@@ -1,6 +1,4 @@
-"""Stateless invariance, edge cases, API shapes and options of the biLM."""
-import os
-
+"""Stateless invariance, edge cases, API shapes and options of the biLM (on the tiny random model)."""
 import numpy
 import pytest
 import torch
@@ -9,8 +7,8 @@ from spacy_elmo.bilm import BiLM, BiLMOutput, batch_to_ids
 
 
 @pytest.fixture(scope="module")
-def bilm(fixture_dir):
-    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def bilm(tiny_model):
+    return BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
 
 
 SENTS = [
@@ -88,8 +86,8 @@ def test_unicode_long_token_long_sentence(bilm):
     assert numpy.array_equal(same[0], same[1])
 
 
-def test_skip_connections_off(fixture_dir):
-    on = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def test_skip_connections_off(tiny_model):
+    on = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
     options = dict(on.options, lstm=dict(on.options["lstm"], use_skip_connections=False))
     off = BiLM(options)
     off.load_state_dict(on.state_dict())
@@ -112,10 +110,9 @@ def test_no_clipping_and_random_init():
     assert res[0].shape == (4, 2, 8) and numpy.isfinite(res[0]).all()
 
 
-def test_stateful_rows_and_batch_size_change(fixture_dir):
-    bilm = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"),
-                           stateful=True)
-    fresh = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def test_stateful_rows_and_batch_size_change(tiny_model):
+    bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path, stateful=True)
+    fresh = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
     with torch.inference_mode():
         bilm(batch_to_ids(SENTS[:3]))
         carried = bilm(batch_to_ids([SENTS[3]])).layers  # row 0 continues from row 0

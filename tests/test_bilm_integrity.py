@@ -21,8 +21,8 @@ def _flip_bytes(path, n=200):
 
 
 @pytest.fixture
-def saved(fixture_dir, tmp_path):
-    bilm = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def saved(tiny_model, tmp_path):
+    bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
     bilm.save(tmp_path / "m")
     return bilm, tmp_path / "m"
 

@@ -28,7 +28,8 @@ def expected_top(fixture_dir):
 
 
 def load(fixture_dir, **kw):
-    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"), **kw)
+    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"),
+                           **kw)
 
 
 def check_batch(out, batch, expected_rows):

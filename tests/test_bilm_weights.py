@@ -1,4 +1,5 @@
-"""Weight files: save/load round trip, float16, and the documented errors for malformed files."""
+"""Weight files: save/load round trip, float16, and the documented errors for malformed files
+(on the tiny random model; one test reads the bilm-tf reference file)."""
 import json
 import os
 import shutil
@@ -10,20 +11,20 @@ import torch
 
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
 
-
 LSTM_W = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"
 SENTS = [["The", "cat", "sat", "."], ["Hello", "world"]]
 
 
 @pytest.fixture(scope="module")
-def bilm(fixture_dir):
-    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def bilm(tiny_model):
+    return BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
 
 
 @pytest.fixture
-def model_copy(fixture_dir, tmp_path):
-    shutil.copy(os.path.join(fixture_dir, "options.json"), tmp_path / "options.json")
-    shutil.copy(os.path.join(fixture_dir, "lm_weights.hdf5"), tmp_path / "weights.hdf5")
+def model_copy(tiny_model, tmp_path):
+    """The two files without their sha256.json (edited files must reach the format checks)."""
+    shutil.copy(tiny_model.options_path, tmp_path / "options.json")
+    shutil.copy(tiny_model.weights_path, tmp_path / "weights.hdf5")
     return tmp_path
 
 
@@ -31,20 +32,31 @@ def load(d):
     return BiLM.from_files(d / "options.json", d / "weights.hdf5")
 
 
-def test_round_trip(bilm, fixture_dir, tmp_path):
+def _same_datasets(original, written):
+    """Every dataset of the ``original`` HDF5 file is in ``written``, float32 and bit for bit equal."""
+    with h5py.File(original, "r") as f, h5py.File(written, "r") as g:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert len(names) > 20
+        for n in names:
+            assert g[n].dtype == numpy.float32 and numpy.array_equal(f[n][()], g[n][()]), n
+
+
+def test_round_trip(bilm, tiny_model, tmp_path):
     bilm.save(tmp_path / "saved")
     again = load(tmp_path / "saved")
     for (k, v), (k2, v2) in zip(bilm.state_dict().items(), again.state_dict().items()):
         assert k == k2 and torch.equal(v, v2), k
     for a, b in zip(bilm.embed_sentences(SENTS), again.embed_sentences(SENTS)):
         assert numpy.array_equal(a, b)
-    # the written datasets equal the original file's, bit for bit
-    with h5py.File(os.path.join(fixture_dir, "lm_weights.hdf5"), "r") as f, \
-            h5py.File(tmp_path / "saved" / "weights.hdf5", "r") as g:
-        names = []
-        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        for n in names:
-            assert g[n].dtype == numpy.float32 and numpy.array_equal(f[n][()], g[n][()]), n
+    _same_datasets(tiny_model.weights_path, tmp_path / "saved" / "weights.hdf5")
+
+
+def test_round_trip_of_the_bilm_tf_file(fixture_dir, tmp_path):
+    """A file written by bilm-tf (TensorFlow) reads and writes back bit for bit: our layout is theirs."""
+    original = os.path.join(fixture_dir, "lm_weights.hdf5")
+    BiLM.from_files(os.path.join(fixture_dir, "options.json"), original).save(tmp_path)
+    _same_datasets(original, tmp_path / "weights.hdf5")
 
 
 def test_random_model_round_trip(tmp_path):

@@ -68,6 +68,7 @@ def test_auto_gives_up_a_core_that_another_process_keeps_busy():
         loader.wait()
 
 
+@pytest.mark.slow
 def test_component_threads_setting():
     import numpy
     import spacy

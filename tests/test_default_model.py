@@ -1,5 +1,4 @@
 """The embedded default English biLM: loads by name, is documented, and is contextual."""
-import importlib.util
 import json
 import os
 
@@ -8,12 +7,14 @@ import pytest
 
 from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
 from spacy_elmo.bilm.pretrained import available, resolve
+from spacy_elmo.probe.senses import sense_scores, word_vectors
 
 # Two senses per word, two sentences per sense (Peters et al. 2018's "bank" example and others).
 SENSES = {
     "bank": (["We walked along the bank of the river .", "The boat drifted toward the muddy river bank ."],
              ["She deposited her salary at the bank .", "The bank raised interest rates on loans ."]),
-    "plant": (["The chemical plant employs two hundred workers .", "The power plant was shut down after the accident ."],
+    "plant": (["The chemical plant employs two hundred workers .",
+               "The power plant was shut down after the accident ."],
               ["Water the plant every morning .", "This plant grows in sunny gardens ."]),
     "court": (["The court ruled against the government .", "He appeared before the supreme court on Monday ."],
               ["They played tennis on a clay court .", "The players ran onto the basketball court ."]),
@@ -40,19 +41,64 @@ def test_default_model_is_packaged_and_documented():
     assert os.path.isfile(os.path.join(directory, "config.cfg"))
 
 
+# [training] settings of how one invocation runs, not of what it trains.
+INVOCATION = {("training", "threads"), ("training", "device"), ("training", "stop_after_minutes"),
+              ("training", "checkpoint_minutes")}
+
+
+def _command_line_settings(meta: dict) -> set:
+    """(section, name) of every ``--section.name`` the recorded pretrain commands set."""
+    keys = set()
+    for entry in meta["training"].get("commands", []):
+        for arg in entry["command"]:
+            if arg.startswith("--") and "." in arg:
+                section, _, name = arg[2:].split("=", 1)[0].partition(".")
+                keys.add((section, name))
+    return keys
+
+
+def test_shipped_config_is_one_of_configs():
+    """configs/ holds the config the shipped model was trained from, without drift: the model's own
+    config.cfg (written by its run, the source of truth) and one configs/pretrain_*.cfg agree in
+    every setting, but for those its recorded commands set on the command line."""
+    from spacy_elmo.pretrain.config import load_config
+
+    from helpers import REPO
+
+    directory = resolve(DEFAULT_MODEL)
+    meta = json.load(open(os.path.join(directory, "meta.json"), encoding="utf-8"))
+    skip = INVOCATION | _command_line_settings(meta)
+
+    def settings(path):
+        cfg = load_config(path)  # the defaults filled in, as the command reads it
+        return {(s, k): v for s in cfg for k, v in cfg[s].items() if (s, k) not in skip}
+
+    shipped = settings(os.path.join(directory, "config.cfg"))
+    drift = {}
+    for path in sorted((REPO / "configs").glob("pretrain_*.cfg")):
+        other = settings(path)
+        drift[path.name] = {f"[{s}] {k}": (other.get((s, k)), v) for (s, k), v in shipped.items()
+                            if other.get((s, k)) != v}
+        if not drift[path.name]:
+            return
+    pytest.fail(f"no configs/pretrain_*.cfg agrees with {DEFAULT_MODEL}'s config.cfg; (file, shipped) "
+                f"per file: {drift}")
+
+
+def test_models_dir_can_be_passed(tmp_path):
+    """The package-data folder is a default, not a fixed path: another folder of models works."""
+    from helpers import write_tiny_model
+
+    write_tiny_model(tmp_path / "mine")
+    assert available(tmp_path) == ["mine"]
+    assert resolve("mine", models_dir=tmp_path) == str(tmp_path / "mine")
+    assert "mine" not in available()
+
+
 def test_default_model_shapes(bilm):
     out = bilm.embed_sentences([["The", "river", "bank", "."], [], ["😀", "日本語", "x" * 60]])
     assert [o.shape for o in out] == [(3, 4, 256), (3, 0, 256), (3, 3, 256)]
     assert all(numpy.isfinite(o).all() for o in out)
-
-
-def _probe():
-    """dev/contextual_probe.py (tokenisation, word vectors and same/cross-sense scores)."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dev", "contextual_probe.py")
-    spec = importlib.util.spec_from_file_location("contextual_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # Two sets of sentences. SENSES above was written before the model was trained; with it, "bank"
@@ -74,19 +120,19 @@ def _same_vs_cross(bilm, groups, word):
     checks that layer 0 (char CNN) gives every use the same vector."""
     import spacy
 
-    probe = _probe()
     sentences = [s for group in groups for s in group]
     labels = [k for k, group in enumerate(groups) for _ in group]
-    vecs = probe.word_vectors(bilm, spacy.blank("en").tokenizer, sentences, word)  # (n, L + 1, dim)
+    vecs = word_vectors(bilm, spacy.blank("en").tokenizer, sentences, word)  # (n, L + 1, dim)
     for v in vecs[1:]:
         numpy.testing.assert_array_equal(v[0], vecs[0][0])  # layer 0 is context-independent
-    same, cross, _ = probe.scores(vecs[:, -1], labels)
+    same, cross, _ = sense_scores(vecs[:, -1], labels)
     return same, cross
 
 
 @pytest.mark.parametrize(
     "word",
-    [pytest.param(w, marks=pytest.mark.xfail(strict=True, reason="en_elmo_small does not separate these senses in these sentences"))
+    [pytest.param(w, marks=pytest.mark.xfail(
+        strict=True, reason="en_elmo_small does not separate these senses in these sentences"))
      if w in NOT_YET else w for w in sorted(SENSES)],
 )
 def test_default_model_is_contextual(bilm, word):

@@ -1,19 +1,14 @@
 """dev/ship_default_model.py: the warm-start lineage through run directories, float16 storage."""
-import importlib.util
 import json
-import os
 
 import h5py
 import numpy
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import load_script
 
 
 def _ship():
-    spec = importlib.util.spec_from_file_location("ship_default_model", os.path.join(REPO, "dev", "ship_default_model.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("dev/ship_default_model.py")
 
 
 def _run(root, name, tokens, init_from=None):
@@ -44,7 +39,8 @@ def test_float16_storage_keeps_names_attributes_and_rounded_values(tmp_path):
     ship = _ship()
     path = tmp_path / "w.hdf5"
     rng = numpy.random.default_rng(0)
-    values = {"CNN/W_cnn_0": rng.normal(size=(1, 2, 3, 4)).astype("float32"), "char_embed": rng.normal(size=(5, 2)).astype("float32")}
+    values = {"CNN/W_cnn_0": rng.normal(size=(1, 2, 3, 4)).astype("float32"),
+              "char_embed": rng.normal(size=(5, 2)).astype("float32")}
     with h5py.File(path, "w") as f:
         for k, v in values.items():
             f.create_dataset(k, data=v)

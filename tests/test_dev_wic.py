@@ -1,20 +1,14 @@
 """dev/wic.py: the WiC reader, the threshold tuning and the per-layer scores."""
-import importlib.util
-import os
-
 import numpy
 import pytest
 
 from spacy_elmo.bilm import BiLM
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import load_script
 
 
 def _wic():
-    spec = importlib.util.spec_from_file_location("wic", os.path.join(REPO, "dev", "wic.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("dev/wic.py")
 
 
 def _write(tmp_path, split, rows, gold):
@@ -58,13 +52,13 @@ def test_read_split_errors(tmp_path):
         wic.read_split(str(tmp_path), "train")
 
 
-def test_scores_per_layer_with_a_real_bilm(tmp_path, fixture_dir):
+def test_scores_per_layer_with_a_real_bilm(tmp_path, tiny_model):
     """Layer 0 (char CNN) is context-free: the same word in two sentences has cosine 1 there;
     every layer and the average get a train-tuned threshold and a dev accuracy."""
     wic = _wic()
     _write(tmp_path, "train", ROWS, ["F", "T", "F", "T"])
     _write(tmp_path, "dev", ROWS[::-1], ["T", "F", "T", "F"])
-    bilm = BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+    bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
     pairs, _ = wic.read_split(str(tmp_path), "train")
     cos = wic.pair_cosines(bilm, pairs)
     assert set(cos) == {"0", "1", "2", "mean"}
@@ -80,11 +74,10 @@ def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
     """dev/learning_curve.py: tokens of earlier runs offset later ones; the PNG is written."""
     import json
 
-    spec = importlib.util.spec_from_file_location("learning_curve", os.path.join(REPO, "dev", "learning_curve.py"))
-    lc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lc)
+    lc = load_script("dev/learning_curve.py")
     first = {"training": {"tokens_seen": 100}, "history": [{"tokens_seen": 50, "perplexity": 9.0}],
-             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0}, "mean": {"dev_accuracy": 54.0}}}}
+             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0},
+                                    "mean": {"dev_accuracy": 54.0}}}}
     second = {"name": "m", "training": {"tokens_seen": 40}, "history": [{"tokens_seen": 20, "perplexity": 8.0}],
               "init_from": first}
     chain = lc.lineage(second)

@@ -172,8 +172,8 @@ def test_interrupted_run_resumes_and_leaves_no_corrupt_file(model, tmp_path, mon
 
 
 def _spy(groups, seen):
-    def wrapped(records, max_tokens):
-        for g in groups(records, max_tokens):
+    def wrapped(records, group_tokens):
+        for g in groups(records, group_tokens):
             seen.append(len(g))
             yield g
     return wrapped
@@ -199,7 +199,8 @@ def test_existing_output_with_other_arguments(model, tmp_path):
 ])
 def test_cli_errors_are_one_line(model, tmp_path, extra, message):
     src = write_lines(tmp_path / "in.txt", LINES)
-    argv = ["embed", src, str(tmp_path / "o.hdf5"), "--quiet"] + (["--model", model[0]] if "--model" not in extra else [])
+    argv = (["embed", src, str(tmp_path / "o.hdf5"), "--quiet"]
+            + (["--model", model[0]] if "--model" not in extra else []))
     result = CliRunner().invoke(app, argv + extra)
     assert result.exit_code == 2
     import re
@@ -209,10 +210,12 @@ def test_cli_errors_are_one_line(model, tmp_path, extra, message):
 
 
 def test_cli_missing_input(model, tmp_path):
-    result = CliRunner().invoke(app, ["embed", str(tmp_path / "nope.txt"), str(tmp_path / "o.hdf5"), "--model", model[0]])
+    result = CliRunner().invoke(app, ["embed", str(tmp_path / "nope.txt"), str(tmp_path / "o.hdf5"),
+                                      "--model", model[0]])
     assert result.exit_code == 2 and "input file not found" in result.output
 
 
+@pytest.mark.slow
 def test_cli_ten_thousand_lines_with_progress(model, tmp_path):
     rng = numpy.random.default_rng(0)
     words = ["the", "river", "bank", "rates", "rose", "we", "sat", "on", "a", "of", "x"]

@@ -109,6 +109,7 @@ def cache_listing():
     return sorted(os.listdir(root)) if os.path.isdir(root) else []
 
 
+@pytest.mark.slow
 def test_download_registered_name_then_use_it_everywhere(server, tiny, monkeypatch):
     serve_small(server, tiny, monkeypatch)
     result = CliRunner().invoke(app, ["download", "elmo-small", "--quiet"])

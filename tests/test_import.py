@@ -14,14 +14,13 @@ def _run(code: str, cwd=None):
 
 
 @pytest.fixture(scope="module")
-def stored_docbin(fixture_dir, tmp_path_factory):
+def stored_docbin(tiny_model, tmp_path_factory):
     path = tmp_path_factory.mktemp("docbin") / "docs.spacy"
     proc = _run(f"""
 import spacy
 from spacy.tokens import DocBin
 nlp = spacy.blank("en")
-nlp.add_pipe("elmo", config={{"options_path": {os.path.join(fixture_dir, "options.json")!r},
-                              "weights_path": {os.path.join(fixture_dir, "lm_weights.hdf5")!r}}})
+nlp.add_pipe("elmo", config={tiny_model.config!r})
 db = DocBin(store_user_data=True)
 for doc in nlp.pipe(["The river bank .", "Hello world"]):
     db.add(doc)
@@ -31,6 +30,7 @@ db.to_disk({str(path)!r})
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", ["spacy_elmo first", "spacy first"])
 def test_import_is_enough_to_read_stored_docs(stored_docbin, order):
     imports = "import spacy_elmo\nimport spacy" if order == "spacy_elmo first" else "import spacy\nimport spacy_elmo"
@@ -50,6 +50,34 @@ def test_import_is_light():
     assert proc.stdout.strip() == "[]"
 
 
+def test_fork_hook_is_installed_by_the_component_not_by_imports(tiny_model):
+    """Importing the pipeline package changes nothing in forked children; once an ``elmo``
+    component exists (its biLM shim installs the at-fork hook), a forked child runs torch with one
+    thread."""
+    proc = _run(f"""
+import os, torch, spacy
+import spacy_elmo.pipeline, spacy_elmo.pipeline.layers.bilm_shim
+
+def child_threads():
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(w, str(torch.get_num_threads()).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return os.read(r, 16).decode()
+
+torch.set_num_threads(2)
+print(child_threads())
+nlp = spacy.blank("en")
+nlp.add_pipe("elmo", config={tiny_model.config!r})
+print(child_threads())
+""")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["2", "1"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("args,message", [
     (["pretrain", "OUT", "--bogus-option", "3"], "No such option '--bogus-option'"),
     (["init-config", "/nonexistent/dir/x.cfg"], "cannot write /nonexistent/dir/x.cfg"),

@@ -1,6 +1,4 @@
 """``doc._.elmo`` stays aligned with the tokens when components after ``elmo`` merge or split them."""
-import os
-
 import numpy
 import pytest
 import spacy
@@ -11,10 +9,9 @@ from spacy_elmo.pipeline import ElmoAlignmentError, ElmoData
 TEXT = "I love New York and Paris"
 
 
-def make_nlp(fixture_dir, merge=False, **config):
+def make_nlp(model, merge=False, **config):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"options_path": os.path.join(fixture_dir, "options.json"),
-                                 "weights_path": os.path.join(fixture_dir, "lm_weights.hdf5"), **config})
+    nlp.add_pipe("elmo", config={**model.config, **config})
     if merge:
         ruler = nlp.add_pipe("entity_ruler")
         ruler.add_patterns([{"label": "GPE", "pattern": "New York"}])
@@ -23,8 +20,8 @@ def make_nlp(fixture_dir, merge=False, **config):
 
 
 @pytest.fixture(scope="module")
-def nlp(fixture_dir):
-    return make_nlp(fixture_dir, merge=True)
+def nlp(tiny_model):
+    return make_nlp(tiny_model, merge=True)
 
 
 def _original(nlp, text):
@@ -47,8 +44,8 @@ def test_merge_entities(nlp):
     assert doc._.elmo is doc._.elmo  # realigned once, then kept
 
 
-def test_split_and_spans(fixture_dir):
-    nlp = make_nlp(fixture_dir)
+def test_split_and_spans(tiny_model):
+    nlp = make_nlp(tiny_model)
     doc = nlp("I live in NewYork today")
     ref = doc._.elmo.layers.copy()
     with doc.retokenize() as retokenizer:
@@ -87,8 +84,8 @@ def test_round_trips_after_merge(nlp):
 
 
 @pytest.mark.parametrize("store,dtype", [("mix", "float16"), ("top", "float32"), ("all", "float16")])
-def test_store_modes_dtype_and_whitespace(fixture_dir, store, dtype):
-    nlp = make_nlp(fixture_dir, store=store, dtype=dtype)
+def test_store_modes_dtype_and_whitespace(tiny_model, store, dtype):
+    nlp = make_nlp(tiny_model, store=store, dtype=dtype)
     doc = nlp("Big  apple pie\n\nhere")  # Big | ' ' | apple | pie | '\n\n' | here
     assert [t.is_space for t in doc] == [False, True, False, False, True, False]
     ref = doc._.elmo.layers.copy()
@@ -102,8 +99,8 @@ def test_store_modes_dtype_and_whitespace(fixture_dir, store, dtype):
     assert not doc[2]._.elmo.any()  # the whitespace token keeps its zero vector
 
 
-def test_clear_errors(nlp, fixture_dir):
-    plain = make_nlp(fixture_dir)
+def test_clear_errors(nlp, tiny_model):
+    plain = make_nlp(tiny_model)
     doc = plain("New York")
     doc._.elmo  # bound to New | York
     with doc.retokenize() as retokenizer:

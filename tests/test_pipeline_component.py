@@ -1,7 +1,5 @@
-"""The ``elmo`` component: what lands on the Doc, segmentation, storage options, robustness."""
-import os
-import resource
-
+"""The ``elmo`` component: what lands on the Doc, segmentation, storage options, robustness
+(on the tiny random model)."""
 import numpy
 import pytest
 import spacy
@@ -12,8 +10,8 @@ from spacy_elmo.pipeline import ElmoConfigError, ElmoData
 
 
 @pytest.fixture(scope="module")
-def files(fixture_dir):
-    return os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5")
+def files(tiny_model):
+    return tiny_model.options_path, tiny_model.weights_path
 
 
 @pytest.fixture(scope="module")
@@ -90,29 +88,21 @@ def test_unicode_and_long_tokens(nlp):
     assert long_token._.elmo.any()
 
 
-def test_20000_token_doc_bounded(files):
+def test_20000_token_doc_in_windows(files, bilm):
+    """A 20,000-token Doc without sentences is read in ceil(20000 / 128) = 157 near-equal windows
+    (128 or 127 tokens, the longer first), each on its own: the layers equal the biLM's run on
+    those windows, and no context crosses a window boundary."""
     nlp = make_nlp(files, max_tokens=128, batch_size=32)
-    bilm_layer = nlp.get_pipe("elmo").model.layers[0]
-    nlp("warm up")
-    bilm_model = bilm_layer.shims[0].bilm
-    shapes = []
-    original = bilm_model.forward_indexed
-
-    def spy(table, index, stateless=False):
-        shapes.append(tuple(index.shape))
-        return original(table, index, stateless=stateless)
-
-    bilm_model.forward_indexed = spy
-    try:
-        words = ("the quick brown fox jumps over a lazy dog again and again ," * 2000).split()[:20000]
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        doc = nlp(Doc(nlp.vocab, words=words))
-        grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    finally:
-        del bilm_model.forward_indexed
+    words = ("the quick brown fox jumps over a lazy dog again and again ," * 2000).split()[:20000]
+    doc = nlp(Doc(nlp.vocab, words=words))
     assert doc._.elmo.layers.shape == (3, 20000, 32) and numpy.isfinite(doc._.elmo.layers).all()
-    assert max(b for b, _ in shapes) <= 32 and max(t for _, t in shapes) <= 128
-    assert grown_mb < 400  # the output itself is 7.7 MB
+    windows = numpy.array_split(numpy.arange(20000), 157)
+    assert {len(w) for w in windows} == {127, 128}
+    refs = bilm.embed_sentences([[words[i] for i in w] for w in windows], batch_size=64)
+    numpy.testing.assert_allclose(doc._.elmo.layers, numpy.concatenate(refs, axis=1), atol=1e-5)
+    # the same words read as one sequence differ near the window boundaries: the cut is real
+    (whole,) = bilm.embed_sentences([words[:256]])
+    assert not numpy.allclose(doc._.elmo.layers[2, 120:136], whole[2, 120:136], atol=1e-3)
 
 
 def test_store_and_dtype_options(files):

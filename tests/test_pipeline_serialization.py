@@ -19,14 +19,14 @@ TEXTS = ["The river bank overflowed.", "", "Green eggs and ham!", "寿司 🍕 "
 
 
 @pytest.fixture(scope="module")
-def trained(fixture_dir, tmp_path_factory):
+def trained(tiny_model, tmp_path_factory):
     """A trained elmo + tagger pipeline whose biLM files are deleted after loading."""
     copy = tmp_path_factory.mktemp("model")
-    for name in ("options.json", "lm_weights.hdf5"):
-        shutil.copy(os.path.join(fixture_dir, name), copy / name)
+    for name in ("options.json", "weights.hdf5", "sha256.json"):
+        shutil.copy(os.path.join(tiny_model.directory, name), copy / name)
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo", config={"options_path": str(copy / "options.json"),
-                                 "weights_path": str(copy / "lm_weights.hdf5")})
+                                 "weights_path": str(copy / "weights.hdf5")})
     nlp.add_pipe("tagger", config=TAGGER)
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
     optimizer = nlp.initialize(lambda: examples)

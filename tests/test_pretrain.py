@@ -61,6 +61,7 @@ def _overrides(corpus, **extra):
     return out
 
 
+@pytest.mark.slow
 def test_loss_goes_down_and_export_loads(corpus, tmp_path):
     meta = pretrain(str(tmp_path / "run"), overrides=_overrides(corpus, **{"training.max_steps": 60}), progress=False)
     history = meta["history"]
@@ -101,6 +102,32 @@ def test_resume_equals_uninterrupted(corpus, tmp_path):
         assert torch.equal(a["model"][key], b["model"][key]), key
 
 
+def test_resume_from_stable_extends_the_stable_phase(corpus, tmp_path):
+    """A run decayed early, continued from its stable checkpoint with a later decay, ends exactly
+    where a run with that later decay from the start ends (warmup-stable-decay branches)."""
+    base = {"training.eval_every_steps": 0, "training.decay_steps": 8}
+    pretrain(str(tmp_path / "long"), overrides=_overrides(corpus, **base, **{"training.max_steps": 20}), progress=False)
+    pretrain(str(tmp_path / "short"), overrides=_overrides(corpus, **base, **{"training.max_steps": 14}),
+             progress=False)
+    stable = torch.load(tmp_path / "short" / "checkpoint-stable.pt", weights_only=False)
+    assert stable["state"]["step"] == 6  # 14 - 8: the last step at the full rate
+    assert stable["scheduler"]["_last_lr"][0] == pytest.approx(TINY["training.learning_rate"])
+    with pytest.raises(ValueError, match="raise max_steps to at least 14"):
+        pretrain(str(tmp_path / "short"), resume=True, from_stable=True, progress=False,
+                 overrides={"training.max_steps": 12})
+    with pytest.raises(FileNotFoundError, match="with --resume"):
+        pretrain(str(tmp_path / "short"), from_stable=True, progress=False)
+    pretrain(str(tmp_path / "short"), resume=True, from_stable=True, progress=False,
+             overrides={"training.max_steps": 20})
+    a = torch.load(tmp_path / "long" / "checkpoint.pt", weights_only=False)
+    b = torch.load(tmp_path / "short" / "checkpoint.pt", weights_only=False)
+    assert a["state"]["step"] == b["state"]["step"] == 20
+    assert a["state"]["tokens"] == b["state"]["tokens"]
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    assert torch.load(tmp_path / "short" / "checkpoint-stable.pt", weights_only=False)["state"]["step"] == 12
+
+
 def test_refuses_to_overwrite_and_resume_without_checkpoint(corpus, tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         pretrain(str(tmp_path / "none"), resume=True, progress=False)
@@ -126,10 +153,12 @@ def test_bad_corpus_files(tmp_path):
         pretrain(str(tmp_path / "run"), overrides={"corpus.paths": [str(empty)]}, progress=False)
 
 
+@pytest.mark.slow
 def test_cli_errors_and_perplexity_json(tmp_path):
     missing = tmp_path / "missing.txt"
     proc = subprocess.run(
-        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"), "--corpus.paths", json.dumps([str(missing)])],
+        [sys.executable, "-m", "spacy_elmo", "pretrain", str(tmp_path / "o"),
+         "--corpus.paths", json.dumps([str(missing)])],
         capture_output=True, text=True,
     )
     assert proc.returncode == 2
@@ -159,14 +188,16 @@ def test_init_from_continues_a_trained_model(corpus, tmp_path):
         stop_after=0,  # export before the first step
     )
     assert meta["training"]["steps"] == 0
-    assert (tmp_path / "second" / "model" / "vocab.txt").read_text() == (tmp_path / "first" / "model" / "vocab.txt").read_text()
+    vocab = (tmp_path / "first" / "model" / "vocab.txt").read_text()
+    assert (tmp_path / "second" / "model" / "vocab.txt").read_text() == vocab
     before = perplexity(source, str(text))
     after = perplexity(str(tmp_path / "second" / "model"), str(text))
     assert after["perplexity"] == pytest.approx(before["perplexity"], rel=1e-5)
     with pytest.raises(ValueError, match="init_from"):
         pretrain(
             str(tmp_path / "third"),
-            overrides=_overrides(corpus, **{"training.max_steps": 1, "training.init_from": source, "model.lstm_dim": 16}),
+            overrides=_overrides(corpus, **{"training.max_steps": 1, "training.init_from": source,
+                                            "model.lstm_dim": 16}),
             progress=False,
         )
 
@@ -190,6 +221,7 @@ def test_vocabulary_maps_types_to_words():
         map_types_to_words(types, ["the", "cat", "<S>"])
 
 
+@pytest.mark.slow
 def test_config_rejects_unknown_settings(tmp_path):
     """A misspelled or unknown key, in an override or in the config file, is an error naming it
     (it used to be ignored, starting the default 100,000-step run); nullable init_from still works."""
@@ -223,8 +255,10 @@ def test_config_checks_value_types_before_the_corpus(tmp_path):
     from spacy_elmo.pretrain.config import load_config
 
     missing = str(tmp_path / "missing.txt")
-    with pytest.raises(ValueError, match=r"\[training\] max_steps = 'abc' \(--training.max_steps\): expected an integer"):
-        pretrain(str(tmp_path / "o"), overrides={"corpus.paths": [missing], "training.max_steps": "abc"}, progress=False)
+    with pytest.raises(ValueError,
+                       match=r"\[training\] max_steps = 'abc' \(--training.max_steps\): expected an integer"):
+        pretrain(str(tmp_path / "o"), overrides={"corpus.paths": [missing], "training.max_steps": "abc"},
+                 progress=False)
     bad = {
         "training.max_steps": 1.5,
         "training.learning_rate": "fast",
@@ -288,6 +322,7 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
         run(source, **{"model.lstm_dim": 16, "softmax.div_value": 2.0})
 
 
+@pytest.mark.slow
 def test_corrupt_or_mismatched_model_files(tmp_path):
     """Garbage, foreign or truncated lm_head.hdf5 / vocab.txt: an ElmoWeightsError naming the file,
     in perplexity, in pretrain's init_from and on the command line (one line, exit code 2)."""

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from spacy_elmo.pretrain import hardware as precision_mod
-from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll
 from spacy_elmo.pretrain.hardware import resolve_device, resolve_precision
+from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll
 from spacy_elmo.pretrain.recurrent import ProjectedLSTM, cell_backward, cell_forward, compiled_cells, run_layers
 from spacy_elmo.pretrain.train import lr_factor, pretrain
 
@@ -112,7 +112,8 @@ def test_fused_trainer_takes_the_steps_of_the_nn_lstm_trainer(corpus, tmp_path):
     """Same config, same data, float32: the two LSTM implementations give the same parameters
     after 12 Adam steps (within float32 rounding), and their checkpoints are interchangeable."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
-    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus, **steps, **{"training.lstm_impl": "torch"}), progress=False)
+    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus, **steps, **{"training.lstm_impl": "torch"}),
+             progress=False)
     meta = pretrain(str(tmp_path / "fused"), overrides=_overrides(corpus, **steps), progress=False)
     assert meta["training"]["commands"][-1]["path"]["lstm_impl"] == "fused"
     a = torch.load(tmp_path / "torch" / "checkpoint.pt", weights_only=False)["model"]

@@ -23,8 +23,10 @@ def _trained_like(impl):
 def _batch(U=20, B=3, T=7):
     g = torch.Generator().manual_seed(1)
     batch = dict(char_ids=torch.randint(1, 261, (U, 50), generator=g),
-                 fwd_inputs=torch.randint(0, U, (B, T), generator=g), bwd_inputs=torch.randint(0, U, (B, T), generator=g),
-                 fwd_targets=torch.randint(0, 60, (B, T), generator=g), bwd_targets=torch.randint(0, 60, (B, T), generator=g))
+                 fwd_inputs=torch.randint(0, U, (B, T), generator=g),
+                 bwd_inputs=torch.randint(0, U, (B, T), generator=g),
+                 fwd_targets=torch.randint(0, 60, (B, T), generator=g),
+                 bwd_targets=torch.randint(0, 60, (B, T), generator=g))
     for k in ("fwd_inputs", "fwd_targets", "bwd_inputs", "bwd_targets"):
         batch[k][0, 5:] = -1  # a shorter sentence
     return batch

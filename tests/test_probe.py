@@ -1,5 +1,5 @@
 """spacy_elmo.probe: the contextuality measures, the linear probes, the paired bootstrap, and
-the whole `probe` command on the bilm-tf reference model with small data files."""
+the whole `probe` command on the tiny random model with small data files."""
 import json
 import os
 import subprocess
@@ -10,7 +10,8 @@ import pytest
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.probe import contextuality as ctx
-from spacy_elmo.probe.ewt import read_conllu, subset
+from spacy_elmo.probe.ewt import read_conllu, read_words, subset
+from spacy_elmo.probe.senses import sense_scores, word_vectors
 from spacy_elmo.probe.stats import paired_difference
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,8 +25,8 @@ TAGS = {"the": "DET", "a": "DET", ".": "PUNCT", "on": "ADP", "to": "ADP", "in": 
 
 
 @pytest.fixture(scope="module")
-def bilm(fixture_dir):
-    return BiLM.from_files(os.path.join(fixture_dir, "options.json"), os.path.join(fixture_dir, "lm_weights.hdf5"))
+def bilm(tiny_model):
+    return BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
 
 
 def _conllu(sentences):
@@ -96,6 +97,29 @@ def test_measures_on_known_geometry():
     assert ctx.word_occurrences(words, numpy.array([0, 0, 1, 1, 3, 4])) == []  # "a" in 4 sentences
 
 
+def test_sense_scores_on_known_geometry():
+    vectors = numpy.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0], [0.0, 3.0]])
+    same, cross, nn = sense_scores(vectors, [0, 0, 1, 1])
+    assert (same, cross, nn) == (pytest.approx(1.0), pytest.approx(0.0), 1.0)
+    same, cross, nn = sense_scores(vectors, [0, 1, 0, 1])  # every nearest neighbour has the other sense
+    assert (same, cross, nn) == (pytest.approx(0.0), pytest.approx(0.5), 0.0)
+    same, cross, nn = sense_scores(numpy.ones((3, 2)), [0, 0, 1])  # identical vectors: no neighbour
+    assert same == pytest.approx(1.0) and cross == pytest.approx(1.0) and numpy.isnan(nn)
+
+
+def test_word_vectors_pick_the_word_in_each_sentence(bilm):
+    import spacy
+
+    sentences = ["The bank was muddy.", "Money at the bank ."]
+    vecs = word_vectors(bilm, spacy.blank("en").tokenizer, sentences, "bank")
+    assert vecs.shape == (2, 3, 32)
+    layers = bilm.embed_sentences([["The", "bank", "was", "muddy", "."], ["Money", "at", "the", "bank", "."]])
+    numpy.testing.assert_array_equal(vecs[0], layers[0][:, 1])
+    numpy.testing.assert_array_equal(vecs[1], layers[1][:, 3])
+    with pytest.raises(ValueError):
+        word_vectors(bilm, spacy.blank("en").tokenizer, ["No such word."], "bank")
+
+
 def test_paired_difference():
     a = numpy.array([True] * 60 + [False] * 40)
     out = paired_difference(a, a)
@@ -110,6 +134,8 @@ def test_paired_difference():
 def test_conllu_reader_and_subset(data, tmp_path):
     sents = read_conllu(data / "dev.conllu")
     assert len(sents) == 8 and sents[0][0][:3] == ["the", "cat", "sat"] and sents[0][1][0] == "DET"
+    assert read_words(data / "dev.conllu") == [w for w, _ in sents]
+    assert read_words(data / "dev.conllu", 2) == [sents[0][0], sents[1][0]]
     picked = subset(list(range(100)), 10, seed=3)
     assert picked == sorted(picked) and len(set(picked)) == 10 and picked == subset(list(range(100)), 10, seed=3)
     assert subset([1, 2], 0, 0) == [1, 2] and subset([1, 2], 5, 0) == [1, 2]
@@ -120,15 +146,14 @@ def test_conllu_reader_and_subset(data, tmp_path):
         read_conllu(tmp_path / "bad.conllu")
 
 
-def _trained_pipeline(fixture_dir, path):
+def _trained_pipeline(model, path):
     """A pipeline with an elmo component and a tagger listening to it, a few updates in."""
     import spacy
     from spacy.training import Example
     from thinc.api import Adam
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"options_path": os.path.join(fixture_dir, "options.json"),
-                                 "weights_path": os.path.join(fixture_dir, "lm_weights.hdf5")})
+    nlp.add_pipe("elmo", config=model.config)
     nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
                                              "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1"}}})
     examples = [Example.from_dict(nlp.make_doc(s), {"tags": [TAGS.get(w, "NOUN") for w in s.split()]})
@@ -142,24 +167,25 @@ def _trained_pipeline(fixture_dir, path):
     return path
 
 
-def test_run_probe_end_to_end(bilm, data, fixture_dir, tmp_path):
+@pytest.mark.slow
+def test_run_probe_end_to_end(bilm, data, tiny_model, tmp_path):
     """Every view of every probe is scored; probe.md / probe.json / probe.png are written; the
     JSON has no per-item arrays; the learned mix of a saved pipeline is read back."""
     from spacy_elmo.probe import ProbeSettings, run_probe, write_outputs
 
-    pipe = _trained_pipeline(fixture_dir, tmp_path / "tagger-elmo" / "model-best")
+    pipe = _trained_pipeline(tiny_model, tmp_path / "tagger-elmo" / "model-best")
     settings = ProbeSettings(train_sentences=10, context_sentences=8, center_sentences=4, progress=False,
                              ewt_train=str(data / "train.conllu"), ewt_dev=str(data / "dev.conllu"),
                              wic=str(data / "wic"), lm_text=str(data / "lm.txt"), pipelines=[str(pipe)])
-    result = run_probe(options_path=os.path.join(fixture_dir, "options.json"),
-                       weights_path=os.path.join(fixture_dir, "lm_weights.hdf5"), settings=settings)
+    result = run_probe(**tiny_model.config, settings=settings)
     views = {"0", "1", "2", "mean"}
     for task in ("upos", "wic_cosine", "wic_lr"):
         assert set(result[task]) == views
         assert all(0 <= s["dev_accuracy"] <= 100 for s in result[task].values())
     assert set(result["wic_cosine_centred"]["scores"]) == views
     assert result["contextuality"]["0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
-    assert result["sizes"]["ewt"]["train_sentences"] == 10 and result["sizes"]["ewt"]["dev_tokens"] == sum(len(x.split()) for x in SENTENCES)
+    assert result["sizes"]["ewt"]["train_sentences"] == 10
+    assert result["sizes"]["ewt"]["dev_tokens"] == sum(len(x.split()) for x in SENTENCES)
     assert set(result["splits"]) == {"upos", "wic_cosine", "wic_lr"}
     mix = result["mixes"]["tagger-elmo"]["tagger"]
     assert len(mix["weights"]) == 3 and sum(mix["weights"]) == pytest.approx(1.0)
@@ -171,6 +197,7 @@ def test_run_probe_end_to_end(bilm, data, fixture_dir, tmp_path):
     assert paths["png"].stat().st_size > 20000
 
 
+@pytest.mark.slow
 def test_probe_cli_errors(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     out = subprocess.run([sys.executable, "-m", "spacy_elmo", "probe", str(tmp_path / "no_model"), "--output",

@@ -4,26 +4,24 @@ Converters run on a few lines of the real data in ../shared when it is there (el
 written here; never on committed Reuters text), the report on fake metrics.
 """
 import hashlib
-import importlib.util
-import os
 import random
+import warnings
 from pathlib import Path
 
+import numpy
 import pytest
 import spacy
 import srsly
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPTS = REPO / "scripts"
+from spacy_elmo.shared_data import shared_dir
+
+from helpers import REPO, load_script
 
 
 def _script(name):
-    spec = importlib.util.spec_from_file_location(f"project_{name}", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"scripts/{name}.py")
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +32,7 @@ def project():
 
 
 def _shared_data(rel):
-    shared = Path(os.environ.get("SPACY_ELMO_SHARED", REPO.parent / "shared"))
-    path = shared / rel
+    path = shared_dir() / rel
     if not path.is_file():
         pytest.skip(f"{path} not found (set SPACY_ELMO_SHARED)")
     return path
@@ -299,7 +296,8 @@ def _fake_metrics(directory: Path, with_mixes=True):
         srsly.write_json(directory / f"{name}.json", scores)
         if name.endswith("elmo") and with_mixes:
             s = [0.2, 0.5, 0.3] if name.startswith("tagger") else [0.1, 0.3, 0.6]
-            srsly.write_json(directory / f"{name}.mixes.json", {name.split("-")[0]: {"weights": s, "gamma": 1.3, "raw": [0, 0, 0]}})
+            srsly.write_json(directory / f"{name}.mixes.json",
+                             {name.split("-")[0]: {"weights": s, "gamma": 1.3, "raw": [0, 0, 0]}})
 
 
 def test_report_on_fake_metrics(tmp_path):
@@ -354,7 +352,8 @@ def test_report_states_the_settings_each_run_was_trained_with(tmp_path, monkeypa
     model_best = tmp_path / "training" / "tagger-ewt-base" / "model-best"
     model_best.mkdir(parents=True)
     config.to_disk(model_best / "config.cfg")
-    text = report.report(tmp_path / "metrics", tmp_path / "r.md", tmp_path / "p", "T", training_dir=tmp_path / "training")
+    text = report.report(tmp_path / "metrics", tmp_path / "r.md", tmp_path / "p", "T",
+                         training_dir=tmp_path / "training")
     assert "| tagger | UD EWT | baseline | 3 | 1,234 | 567 | 200 |" in text
     assert text.count("| UD EWT | ELMo | ") == 1  # no config for that run: no settings row
     assert "## Runs" not in report.report(tmp_path / "metrics", tmp_path / "r2.md", tmp_path / "p2", "T")
@@ -368,54 +367,42 @@ def test_baseline_configs_build(name):
     assert config["corpora"]["train"]["gold_preproc"] is True
 
 
-def _fixture_files():
-    fixture = _shared_data("fixtures/elmo-reference/lm_weights.hdf5").parent
-    return str(fixture / "options.json"), str(fixture / "lm_weights.hdf5")
-
-
-def _bilm_parameters(elmo):
-    """Copies of the biLM's torch parameters (the torch module held by a Thinc PyTorchShim)."""
-    for node in elmo.model.walk():
-        for shim in node.shims:
-            module = getattr(shim, "_model", None)
-            if module is not None:
-                return [p.detach().clone() for p in module.parameters()]
-    return []
-
-
 @pytest.mark.parametrize("name,component", [("tagger_elmo", "tagger"), ("ner_elmo", "ner")])
-def test_elmo_configs_train_a_step(name, component):
-    """The ELMo configs build, initialize and update (with the tiny bilm-tf reference biLM
-    standing in for en_elmo_small), and the component has its own scalar mix."""
+def test_elmo_configs_train_a_step(name, component, tiny_model):
+    """The ELMo configs build, initialize and update (with the tiny random biLM standing in for
+    en_elmo_small), and the component has its own scalar mix."""
     pytest.importorskip("spacy_elmo.pipeline")
+    from spacy_elmo.bilm import BiLM
     from spacy_elmo.pipeline import learned_mixes
 
-    options, weights = _fixture_files()
     config = spacy.util.load_config(REPO / "configs" / f"{name}.cfg", overrides={
-        "components.elmo.options_path": options, "components.elmo.weights_path": weights})
-    assert config["components"]["elmo"]["model"] == "en_elmo_small"
+        f"components.elmo.model.{key}": path for key, path in tiny_model.config.items()})
+    assert config["components"]["elmo"]["model"]["name"] == "en_elmo_small"
     from spacy_elmo.bilm.pretrained import DEFAULT_MODEL, available
 
     assert DEFAULT_MODEL == "en_elmo_small" and (not available() or DEFAULT_MODEL in available())
     assert "elmo" not in config["training"]["frozen_components"]
-    nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    from spacy_elmo.pipeline import ElmoDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ElmoDeprecationWarning)  # the configs use the ElmoBiLM.v1 section
+        nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
     assert nlp.pipe_names == ["elmo", component]
     words = ["Maria", "lives", "in", "Lisbon", "."]
     ref = Doc(nlp.vocab, words=words, pos=["PROPN", "VERB", "ADP", "PROPN", "PUNCT"],
               tags=["PROPN", "VERB", "ADP", "PROPN", "PUNCT"], ents=["B-PER", "O", "O", "B-LOC", "O"])
     examples = [Example(Doc(nlp.vocab, words=words), ref)]
     optimizer = nlp.initialize(lambda: examples)
-    bilm_before = _bilm_parameters(nlp.get_pipe("elmo"))
-    assert bilm_before
     for _ in range(3):
         losses = nlp.update(examples, sgd=optimizer)
     assert losses[component] > 0
-    bilm_after = _bilm_parameters(nlp.get_pipe("elmo"))
-    assert all((a == b).all() for a, b in zip(bilm_before, bilm_after))  # the biLM stays frozen
     mixes = learned_mixes(nlp)
     assert list(mixes) == [component] and len(mixes[component].weights) == 3
-    doc = nlp("Maria lives in Lisbon .")
-    assert doc._.elmo.layers.shape[:2] == (3, 5)
+    # the biLM stays frozen: a sentence not seen in training gets the untrained biLM's layers
+    doc = nlp("Lisbon lives in Maria , said nobody .")
+    (ref,) = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path).embed_sentences([[t.text for t in doc]])
+    assert doc._.elmo.layers.shape == ref.shape == (3, 8, 32)
+    numpy.testing.assert_allclose(doc._.elmo.layers, ref, atol=1e-6)
 
 
 def test_report_describes_the_bilm(tmp_path):

@@ -138,7 +138,8 @@ def test_actor_tokens_column_in_process(setup, tmp_path):
 
     model, _, refs = setup
     tok = spacy.blank("en").tokenizer
-    rows = [{"index": i, "tokens": [t.text for t in tok(line.strip()) if not t.is_space]} for i, line in enumerate(LINES)]
+    rows = [{"index": i, "tokens": [t.text for t in tok(line.strip()) if not t.is_space]}
+            for i, line in enumerate(LINES)]
     actor = ShardEmbedder(model, "all", "float32", str(tmp_path), {"x": 1}, mode="rows",
                           columns=("index", "text", "tokens"))
     out = actor(pyarrow.Table.from_pylist(rows[::-1])).to_pylist()
@@ -161,6 +162,7 @@ def test_embed_dataset_errors(cluster, setup, tmp_path):
     with pytest.raises(ScaleError, match="is a file"):
         embed_dataset(ray.data.from_items([{"index": 0, "text": "a"}]), str(tmp_path / "file"), model=model)
     bad = ray.data.from_items([{"index": 0, "text": "fine"}, {"index": 1, "text": None}])
-    with pytest.raises(ScaleError, match="a block failed: TypeError: line 1: column 'text' must be a str, got NoneType"):
+    with pytest.raises(ScaleError,
+                       match="a block failed: TypeError: line 1: column 'text' must be a str, got NoneType"):
         embed_dataset(bad, str(tmp_path / "b"), model=model, actors=1, progress=False)
     shutil.rmtree(tmp_path / "b", ignore_errors=True)

@@ -10,9 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.scale import ShardedVectors, read_line
-from spacy_elmo.scale import cli as scale_cli
-from spacy_elmo.scale import manifest, shards
+from spacy_elmo.scale import ShardedVectors, cli as scale_cli, manifest, read_line, shards
 
 ARGS = {"model": "m", "layers": "top", "dtype": "float32"}
 

@@ -18,9 +18,8 @@ TEXTS = ["The river bank overflowed.", "She works at the bank  downtown.", "Hi"]
 
 
 @pytest.fixture(scope="module")
-def files(fixture_dir):
-    return {"options_path": os.path.join(fixture_dir, "options.json"),
-            "weights_path": os.path.join(fixture_dir, "lm_weights.hdf5")}
+def files(tiny_model):
+    return tiny_model.config
 
 
 def make_nlp(files, **config):

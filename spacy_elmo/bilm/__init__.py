@@ -8,8 +8,12 @@
 
 Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of distinct tokens,
 ``bilm.forward_indexed(table, index)`` runs the LSTMs from such a table, and
-``bilm(token_vectors=..., mask=...)`` from padded precomputed vectors.
+``bilm(token_vectors=..., mask=...)`` from padded precomputed vectors. Batching of many
+sentences (distinct-token table, length sort, padding, per-sentence slices), with or without
+autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
 Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`.
+Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
+:mod:`.precision`.
 """
 from .chars import batch_to_ids
 from .errors import ElmoWeightsError

@@ -88,6 +88,9 @@ class CharCNN(nn.Module):
         self.highways = nn.ModuleList(Highway(self.n_filters) for _ in range(n_highway))
         self.projection = nn.Linear(self.n_filters, projection_dim)
         self._packed = onednn.PackedCache()
+        # dtype of the products' operands without autograd: float32 (exact) or, set by
+        # BiLM(precision=...), bfloat16 / float16 (see _encode; not exact)
+        self.gemm_dtype = torch.float32
 
     def __getstate__(self):  # deepcopy / pickle: drop the packed weight copies
         state = self.__dict__.copy()
@@ -137,10 +140,20 @@ class CharCNN(nn.Module):
 
     def _encode(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
         """(T, 50) ids whose longest token has ``longest`` non-padding positions -> (T, proj)."""
-        fast = onednn.available(flat.device, self.projection.weight.dtype) and not (
-            torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()))
+        grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
+        fast = onednn.available(flat.device, self.projection.weight.dtype) and not grad
+        lowp = self.gemm_dtype != torch.float32 and self.projection.weight.dtype == torch.float32 and not grad
+        if lowp and fast and self.gemm_dtype == torch.bfloat16:
+            return self._encode_onednn_bf16(flat, longest)
+        if lowp:  # GPU (or CPU without oneDNN): autocast; float32 result
+            with torch.autocast(flat.device.type, dtype=self.gemm_dtype):
+                return self._encode_nn(flat, longest).float()
         if fast:
             return self._encode_onednn(flat, longest)
+        return self._encode_nn(flat, longest)
+
+    def _encode_nn(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
+        """The plain torch path of :meth:`_encode` (nn.Conv1d, nn.Linear): autograd, GPU, float64."""
         keep = min(flat.shape[-1], longest + self.max_width)
         emb = self.char_embedding(flat[:, :keep]).transpose(1, 2)  # (T, char_dim, keep)
         pooled = [conv(emb).amax(dim=-1) for conv in self.convs]
@@ -179,12 +192,49 @@ class CharCNN(nn.Module):
             x = highway.gate(onednn.linear(x, packed, highway.linear.bias), x)
         return onednn.linear(x, projection, self.projection.bias)
 
+    def _packed_weights_bf16(self):
+        """:meth:`_packed_weights` as bfloat16 copies (replacing any float32 ones in the cache)."""
+        def build():
+            bf16 = torch.bfloat16
+            convs = [onednn.pack(c.weight.permute(2, 1, 0).reshape(-1, c.out_channels), dtype=bf16) for c in self.convs]
+            highways = [onednn.pack(h.linear.weight.t(), dtype=bf16) for h in self.highways]
+            return convs, highways, onednn.pack(self.projection.weight.t(), dtype=bf16)
+
+        return self._packed.get(list(self.parameters()), build, tag=torch.bfloat16)
+
+    def _encode_onednn_bf16(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
+        """:meth:`_encode_onednn` with bfloat16 products (not exact): the char embeddings and the
+        inputs of the highway and projection layers are rounded to bfloat16, the weights packed
+        as bfloat16; products accumulate in float32 and return bfloat16. The max over positions
+        runs on those bfloat16 results; biases, activation, highway gates and the output are
+        float32. (T, 50) ids -> (T, proj) float32."""
+        bf16 = torch.bfloat16
+        convs, highways, projection = self._packed_weights_bf16()
+        T = flat.shape[0]
+        emb = self.char_embedding(flat[:, : min(flat.shape[-1], longest + self.max_width)]).to(bf16)
+        pooled16 = emb.new_empty(T, self.n_filters)
+        col = 0
+        for (w, n), packed in zip(self.filters, convs):
+            keep = min(flat.shape[-1], longest + w)
+            self._conv_max(emb[:, :keep], w, packed, pooled16[:, col: col + n])
+            col += n
+        pooled = pooled16.float()
+        col = 0
+        for (w, n), conv in zip(self.filters, self.convs):
+            pooled[:, col: col + n].add_(conv.bias)
+            col += n
+        x = torch.relu_(pooled) if self.activation == "relu" else torch.tanh_(pooled)
+        for highway, packed in zip(self.highways, highways):
+            x = highway.gate(onednn.linear(x.to(bf16), packed).float().add_(highway.linear.bias), x)
+        return onednn.linear(x.to(bf16), projection).float().add_(self.projection.bias)
+
     @staticmethod
     def _conv_max(emb: torch.Tensor, w: int, packed: torch.Tensor, out: torch.Tensor) -> None:
         """Write into ``out`` (T, n) the max over positions of the width-``w`` windows of ``emb``
-        (T, keep, d) float32 times the packed (w * d, n) filter (no bias): tokens in groups of at
-        most CONV_ROWS // (keep - w + 1) whole tokens, each group's window matrix written into a
-        row-bucket buffer (:func:`.onednn.row_buffer`)."""
+        (T, keep, d) float32 (or bfloat16, with ``out`` and the packed filter bfloat16) times the
+        packed (w * d, n) filter (no bias): tokens in groups of at most CONV_ROWS // (keep - w + 1)
+        whole tokens, each group's window matrix written into a row-bucket buffer
+        (:func:`.onednn.row_buffer`)."""
         T, keep, d = emb.shape
         pos = keep - w + 1
         windows = emb.unfold(1, w, 1).transpose(2, 3)  # (T, pos, w, d), a view

@@ -11,7 +11,7 @@ Any Unicode text is accepted (emoji and CJK are just several bytes); a token lon
 cut, never an error; an empty string gives [259, 260, 261, 261, ...] (BOW, EOW, padding).
 """
 from functools import lru_cache
-from typing import List, Sequence
+from typing import Sequence
 
 import numpy
 import torch
@@ -100,8 +100,3 @@ def char_lengths(char_ids: torch.Tensor) -> torch.Tensor:
     """
     real = (char_ids != 0) & (char_ids != PAD_ID)
     return real.sum(-1)
-
-
-def unique_tokens(sentences: Sequence[Sequence[str]]) -> List[str]:
-    """Distinct tokens of a batch in first-seen order."""
-    return list(dict.fromkeys(t for s in sentences for t in s))

@@ -131,10 +131,12 @@ class ThreadBudget:
         """The thread count for the next call."""
         if self.threads != "auto":
             return int(self.threads)
+        cap = torch.get_num_threads()
+        if cap == 1:
+            return 1  # nothing to lower: the load is not sampled (no /proc reads on this call)
         others = self.busy_others()
         if others is not None:
             self._free = self._usable - others
-        cap = torch.get_num_threads()
         if self._free is None:
             return min(cap, max(1, int(self._usable)))
         return max(1, min(cap, int(math.floor(self._free + 0.1))))

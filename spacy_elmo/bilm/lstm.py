@@ -26,6 +26,8 @@ the oneDNN path); only the recurrence loops over time;
 rows are sorted by length and the active batch shrinks as rows end (no work on padding);
 without autograd the element-wise updates run in place and, on CPU, the products use oneDNN with
 weights packed once (:mod:`.onednn`; ~2x faster than MKL's ``bmm`` for these skinny products).
+Opt-in, not exact: ``gemm_dtype`` bfloat16 (``BiLM(precision="bfloat16")``, :mod:`.precision`)
+runs the same products on bfloat16 operands with float32 accumulation.
 """
 from typing import List, Optional, Tuple
 
@@ -54,6 +56,48 @@ def _clip(value) -> Optional[float]:
     return float(value) if value else None
 
 
+def _cell_step(g: List[torch.Tensor], c: torch.Tensor, n: int, C: int,
+               cell_clip: Optional[float]) -> Tuple[List[torch.Tensor], torch.Tensor]:
+    """The element-wise part of one step of the oneDNN paths, both directions, in place.
+
+    g: per direction the float32 gate pre-activations (n, 4C) (i, f, o, j). Applies the
+    sigmoids and tanh in g, sets ``c[:, :n]`` to c_t = f * c_{t-1} + i * j (clipped to
+    +-cell_clip) and returns (per direction the (n, 3C) gates i, f, o; tanh(c_t) (2, n, C))."""
+    sig = [gd[:, : 3 * C] for gd in g]
+    j = [gd[:, 3 * C:] for gd in g]
+    torch._foreach_sigmoid_(sig)
+    torch._foreach_tanh_(j)
+    cs = c[:, :n]
+    torch._foreach_mul_([cs[0], cs[1]], [sd[:, C: 2 * C] for sd in sig])
+    torch._foreach_addcmul_([cs[0], cs[1]], [sd[:, :C] for sd in sig], j)
+    if cell_clip is not None:
+        cs.clamp_(-cell_clip, cell_clip)
+    return sig, torch.tanh(cs)
+
+
+def _stacked_cell_step(g: torch.Tensor, c: torch.Tensor, n: int, C: int,
+                       cell_clip: Optional[float]) -> torch.Tensor:
+    """The element-wise part of one step of the ``bmm`` paths, both directions stacked, in place.
+
+    g: (2, n, 4C) float32 gate pre-activations (i, f, o, j). Sets ``c[:, :n]`` to
+    c_t = f * c_{t-1} + i * j (clipped to +-cell_clip) and returns m_t = o * tanh(c_t)
+    (2, n, C), written over g's j part."""
+    sig = g[:, :, : 3 * C].sigmoid_()
+    j = g[:, :, 3 * C:].tanh_()
+    cs = c[:, :n]
+    cs.mul_(sig[:, :, C: 2 * C]).addcmul_(sig[:, :, :C], j)
+    if cell_clip is not None:
+        cs.clamp_(-cell_clip, cell_clip)
+    return torch.tanh(cs, out=j).mul_(sig[:, :, 2 * C:])
+
+
+def _clip_outputs(h: List[torch.Tensor], proj_clip: Optional[float]) -> None:
+    """Clip each direction's step output to +-proj_clip, in place."""
+    if proj_clip is not None:
+        torch._foreach_clamp_min_(h, -proj_clip)
+        torch._foreach_clamp_max_(h, proj_clip)
+
+
 class ElmoLstm(nn.Module):
     """Forward and backward multi-layer LSTMs with projection.
 
@@ -75,6 +119,9 @@ class ElmoLstm(nn.Module):
         self.w_proj = nn.ParameterList(nn.Parameter(torch.empty(2, C, P)) for _ in range(n_layers))
         self._workspace: Optional[torch.Tensor] = None
         self._packed = onednn.PackedCache()  # per-layer oneDNN weights, see _packed_weights
+        # dtype of the products' operands without autograd: float32 (exact) or, set by
+        # BiLM(precision=...), bfloat16 / float16 (see _layer_onednn_bf16, _layer_lowp)
+        self.gemm_dtype = torch.float32
         self.reset_parameters()
 
     def __getstate__(self):  # deepcopy / pickle: drop the scratch buffer and packed copies
@@ -116,14 +163,22 @@ class ElmoLstm(nn.Module):
         autograd on CPU float32, pre-packed oneDNN products (:meth:`_layer_onednn`); without
         autograd elsewhere (GPU, float64), in-place ``bmm`` into a reused workspace
         (:meth:`_layer_fast`); when parameters or inputs require grad, an out-of-place path
-        (:meth:`_layer_autograd`).
+        (:meth:`_layer_autograd`). With ``gemm_dtype`` bfloat16 / float16 (set by
+        ``BiLM(precision=...)``; not exact, see :mod:`.precision`) and no autograd:
+        :meth:`_layer_onednn_bf16` on CPU, :meth:`_layer_lowp` elsewhere; outputs and states
+        stay float32.
         """
         B = len(packing.order)
         h0, c0 = initial_state if initial_state is not None else self.zero_state(B)
         fast = not (torch.is_grad_enabled()
                     and (inputs.requires_grad or any(p.requires_grad for p in self.parameters())))
+        lowp = self.gemm_dtype != torch.float32 and inputs.dtype == torch.float32
         if not fast:
             run = self._layer_autograd
+        elif lowp and self.gemm_dtype == torch.bfloat16 and onednn.available(inputs.device, inputs.dtype):
+            run = self._layer_onednn_bf16
+        elif lowp:
+            run = self._layer_lowp
         elif onednn.available(inputs.device, inputs.dtype):
             run = self._layer_onednn
         else:
@@ -198,13 +253,7 @@ class ElmoLstm(nn.Module):
                 n = sizes[s]
                 g = gates[:, offs[s] - r0: offs[s + 1] - r0]
                 g.baddbmm_(h_prev[:, :n], w_state)
-                sig = g[:, :, : 3 * C].sigmoid_()
-                j = g[:, :, 3 * C:].tanh_()
-                cs = c[:, :n]
-                cs.mul_(sig[:, :, C: 2 * C]).addcmul_(sig[:, :, :C], j)
-                if cc is not None:
-                    cs.clamp_(-cc, cc)
-                m = torch.tanh(cs, out=j).mul_(sig[:, :, 2 * C:])
+                m = _stacked_cell_step(g, c, n, C, cc)
                 h = out[:, offs[s]: offs[s + 1]]
                 torch.bmm(m, w_proj, out=h)
                 if pc is not None:
@@ -212,13 +261,16 @@ class ElmoLstm(nn.Module):
                 h_prev = h
         return out, c
 
-    def _packed_weights(self):
-        """Per layer: ([w_input_d], [w_state_d], [w_proj_d]) reordered for oneDNN, d = 0, 1; cached."""
+    def _packed_weights(self, dtype: torch.dtype = torch.float32):
+        """Per layer: ([w_input_d], [w_state_d], [w_proj_d]) reordered for oneDNN, d = 0, 1, as
+        ``dtype`` (float32, or bfloat16 copies for :meth:`_layer_onednn_bf16`); cached (another
+        dtype replaces the cached copies)."""
         return self._packed.get(
             [*self.w_input, *self.w_state, *self.w_proj],
-            lambda: [tuple([onednn.pack(w[d]) for d in range(2)]
+            lambda: [tuple([onednn.pack(w[d], dtype=dtype) for d in range(2)]
                            for w in (self.w_input[l], self.w_state[l], self.w_proj[l]))
-                     for l in range(self.n_layers)])
+                     for l in range(self.n_layers)],
+            tag=None if dtype == torch.float32 else dtype)
 
     def _layer_onednn(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
                       c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -239,21 +291,10 @@ class ElmoLstm(nn.Module):
         for s, n in enumerate(sizes):
             g_in = gates.rows(offs[s], offs[s + 1])
             g = [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS) for d in range(2)]
-            sig = [gd[:, : 3 * C] for gd in g]
-            j = [gd[:, 3 * C:] for gd in g]
-            torch._foreach_sigmoid_(sig)
-            torch._foreach_tanh_(j)
-            cs = c[:, :n]
-            torch._foreach_mul_([cs[0], cs[1]], [sd[:, C: 2 * C] for sd in sig])
-            torch._foreach_addcmul_([cs[0], cs[1]], [sd[:, :C] for sd in sig], j)
-            if cc is not None:
-                cs.clamp_(-cc, cc)
-            m = torch.tanh(cs)
+            sig, m = _cell_step(g, c, n, C, cc)
             torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
             h = [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]
-            if pc is not None:
-                torch._foreach_clamp_min_(h, -pc)
-                torch._foreach_clamp_max_(h, pc)
+            _clip_outputs(h, pc)
             torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
             h_prev = h
         return out, c
@@ -265,6 +306,84 @@ class ElmoLstm(nn.Module):
         budget = max(1, ONEDNN_CHUNK_FLOATS // (2 * 4 * self.dim))
         widest = pk.batch_sizes[0] if pk.batch_sizes else 1
         return max(1 << (budget.bit_length() - 1), onednn.bucket_rows(widest))
+
+    # -- reduced precision (BiLM(precision="bfloat16"); not exact) ------------------------------
+    def _layer_onednn_bf16(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+                           c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`_layer_onednn` with bfloat16 products: x (2, N, P) float32 -> (outputs (2, N, P)
+        float32, final c (2, B, C) float32).
+
+        Every product reads bfloat16 operands (x, h_{t-1} and m_t rounded to bfloat16; weights
+        and bias packed as bfloat16 once) and accumulates in float32. The input projection
+        (with the bias) is kept in bfloat16 tiles; each step's recurrent product adds it in its
+        float32 accumulator, so a gate pre-activation is rounded to bfloat16 once, then widened:
+        the gate non-linearities, cell states, clipping of c and the outputs are float32 (the
+        outputs hold the bfloat16 projection results). (Summing the two products in float32
+        outside oneDNN instead cost two more passes over the gates per step: ~9% of the time.)"""
+        C, P = self.dim, self.projection_dim
+        bf16 = torch.bfloat16
+        w_in, w_state, w_proj = self._packed_weights(bf16)[layer]
+        bias = self._gate_bias(layer).to(bf16)
+        out = x.new_empty(2, pk.n_packed, P)
+        c = c0.clone()
+        h_prev = (h0[0].to(bf16), h0[1].to(bf16))
+        offs, sizes = pk.offsets, pk.batch_sizes
+        cc, pc = self.cell_clip, self.proj_clip
+        gates = _GateTiles(x.to(bf16), w_in, bias, self._tile_rows(pk))  # bfloat16 tiles
+        for s, n in enumerate(sizes):
+            g_in = gates.rows(offs[s], offs[s + 1])
+            g = [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS).float()
+                 for d in range(2)]  # float32 (n, 4C)
+            sig, t = _cell_step(g, c, n, C, cc)
+            m = t.new_empty(t.shape, dtype=bf16)
+            for d in range(2):
+                torch.mul(t[d], sig[d][:, 2 * C:], out=m[d])  # m_t, rounded to bfloat16
+            h = [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]  # bf16 (n, P)
+            _clip_outputs(h, pc)  # pc is exact in bfloat16 for ELMo's clips (3); clamp then widen
+            for d in range(2):
+                out[d, offs[s]: offs[s + 1]].copy_(h[d])
+            h_prev = h
+        return out, c
+
+    def _lowp_weights(self, dtype: torch.dtype):
+        """Per layer (w_input, w_state, w_proj), each (2, ., .), copied to ``dtype``; cached."""
+        def build():
+            with torch.inference_mode(False), torch.no_grad():
+                return [tuple(w[l].detach().to(dtype) for w in (self.w_input, self.w_state, self.w_proj))
+                        for l in range(self.n_layers)]
+
+        return self._packed.get([*self.w_input, *self.w_state, *self.w_proj], build, tag=("copy", dtype))
+
+    def _layer_lowp(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+                    c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Reduced-precision path for any device (the GPU path; on CPU when oneDNN is off):
+        :meth:`_layer_fast`'s ``bmm`` products on ``gemm_dtype`` (bfloat16 / float16) copies of
+        the operands, with float32 accumulation where the device offers it; each product's
+        result is in ``gemm_dtype``. Gate sums with the bias, element-wise steps, cell states
+        and outputs are float32. x (2, N, P) float32 -> (outputs (2, N, P), final c (2, B, C))."""
+        C, P = self.dim, self.projection_dim
+        dt = self.gemm_dtype
+        w_in, w_state, w_proj = self._lowp_weights(dt)[layer]
+        bias = self._gate_bias(layer).unsqueeze(1)  # (2, 1, 4C) float32
+        out = x.new_empty(2, pk.n_packed, P)
+        c = c0.clone()
+        h_prev = h0.to(dt)
+        xl = x.to(dt)
+        offs, sizes = pk.offsets, pk.batch_sizes
+        cc, pc = self.cell_clip, self.proj_clip
+        for a, b in self._step_chunks(pk, WORKSPACE_FLOATS):
+            r0, r1 = offs[a], offs[b]
+            gates = torch.bmm(xl[:, r0:r1], w_in).float().add_(bias)  # (2, rows, 4C) float32
+            for s in range(a, b):
+                n = sizes[s]
+                g = torch.bmm(h_prev[:, :n], w_state).float().add_(gates[:, offs[s] - r0: offs[s + 1] - r0])
+                m = _stacked_cell_step(g, c, n, C, cc).to(dt)
+                h = torch.bmm(m, w_proj)  # (2, n, P) in dt
+                if pc is not None:
+                    h.clamp_(-pc, pc)
+                out[:, offs[s]: offs[s + 1]].copy_(h)
+                h_prev = h
+        return out, c
 
     def _layer_autograd(self, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
                         c0: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -297,7 +416,8 @@ class _GateTiles:
     shorter) and read step by step with :meth:`rows`. Fixed tiles keep the number of product
     shapes small (see :mod:`.onednn`); the one or two tiles a step needs are kept alive.
 
-    x: (2, N, P) float32; w_in: per direction the packed (P, 4C) weight; bias: (2, 4C).
+    x: (2, N, P) float32; w_in: per direction the packed (P, 4C) weight; bias: (2, 4C) (all
+    bfloat16 on the bfloat16 path, whose gates are then bfloat16).
     """
 
     def __init__(self, x: torch.Tensor, w_in, bias: torch.Tensor, rows: int):

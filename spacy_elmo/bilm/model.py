@@ -14,13 +14,16 @@ import torch
 from torch import nn
 
 from . import integrity
+from .batching import embed_batches
 from .char_cnn import CharCNN
-from .chars import BOS_IDS, EOS_IDS, tokens_to_char_array
+from .chars import BOS_IDS, EOS_IDS
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
-from .pretrained import DEFAULT_MODEL, model_files
 from .packing import pack
+from .precision import Resolved, check_precision, resolve as resolve_precision
+from .pretrained import DEFAULT_MODEL, model_files
 from .weights import from_state_dict, read_weights, to_state_dict, write_weights
+
 
 class BiLMOutput(NamedTuple):
     """layers: float32 (num_layers + 1, batch, max_len, 2 * projection_dim), zero at padding;
@@ -43,10 +46,18 @@ class BiLM(nn.Module):
     Parameters are frozen (``requires_grad=False``); call ``requires_grad_(True)`` to train, which
     makes :meth:`forward` use the (slower) autograd-friendly LSTM path. The module is in eval mode.
     Attributes: ``options`` (checked dict), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
+
+    ``precision``: "float32" (default, exact) or "bfloat16" (opt-in, inference without autograd):
+    the matrix products read bfloat16 operands and accumulate in float32, everything element-wise
+    and the outputs stay float32; on a CPU without AVX512-BF16 / AMX it falls back to float32
+    with a warning, on CUDA it uses autocast (bfloat16, or float16 where unsupported). See
+    :mod:`.precision`. Settable later (``bilm.precision = "bfloat16"``); not saved in the files.
     """
 
-    def __init__(self, options: dict, stateful: bool = False):
+    def __init__(self, options: dict, stateful: bool = False, precision: str = "float32"):
         super().__init__()
+        self._precision = check_precision(precision, "BiLM precision")
+        self._resolved = {}  # device type -> precision.Resolved (resolved on first use there)
         self.options = check_options(options)
         self.char_cnn = CharCNN.from_options(self.options)
         self.lstm = ElmoLstm.from_options(self.options)
@@ -58,9 +69,39 @@ class BiLM(nn.Module):
         self.requires_grad_(False)
         self.eval()
 
+    def __getstate__(self):  # copies and pickles resolve the precision again where they are used
+        state = self.__dict__.copy()
+        state["_resolved"] = {}
+        return state
+
+    @property
+    def precision(self) -> str:
+        """The requested precision, "float32" or "bfloat16" (see :attr:`effective_precision`)."""
+        return self._precision
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        self._precision = check_precision(value, "BiLM precision")
+        self._resolved = {}
+        self.char_cnn.gemm_dtype = self.lstm.gemm_dtype = torch.float32
+
+    @property
+    def effective_precision(self) -> str:
+        """What the products run in on the parameters' device: "float32", "bfloat16" or
+        "float16" (resolving, and warning about a fallback, on first use there)."""
+        return self._apply_precision(self.device).name
+
+    def _apply_precision(self, device: torch.device) -> Resolved:
+        resolved = self._resolved.get(device.type)
+        if resolved is None:
+            resolved = self._resolved[device.type] = resolve_precision(self._precision, device)
+        self.char_cnn.gemm_dtype = self.lstm.gemm_dtype = resolved.gemm_dtype
+        return resolved
+
     @classmethod
-    def from_files(cls, options_file, weight_file, stateful: bool = False) -> "BiLM":
+    def from_files(cls, options_file, weight_file, stateful: bool = False, precision: str = "float32") -> "BiLM":
         """Load ``options.json`` and a bilm-tf/AllenNLP ``weights.hdf5`` (float32 or float16).
+        ``precision``: see the class docstring.
 
         Raises :class:`~.errors.ElmoWeightsError` (a ValueError) naming the file and dataset for a
         missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
@@ -73,21 +114,23 @@ class BiLM(nn.Module):
         options = read_options(options_file)
         arrays = read_weights(weight_file, options)
         sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
-        return cls.from_state_dict(options, sd, stateful=stateful)
+        return cls.from_state_dict(options, sd, stateful=stateful, precision=precision)
 
     @classmethod
-    def from_state_dict(cls, options: dict, state_dict: dict, stateful: bool = False) -> "BiLM":
+    def from_state_dict(cls, options: dict, state_dict: dict, stateful: bool = False,
+                        precision: str = "float32") -> "BiLM":
         """Build from options and a complete ``state_dict`` of float32 tensors, without random
         init (the parameters become the given tensors). Raises RuntimeError on missing or
         mismatched keys (``load_state_dict(strict=True)``)."""
         with torch.device("meta"):
-            bilm = cls(options, stateful=stateful)
+            bilm = cls(options, stateful=stateful, precision=precision)
         bilm.load_state_dict(state_dict, strict=True, assign=True)
         bilm.requires_grad_(False)
         return bilm
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, stateful: bool = False) -> "BiLM":
+    def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, stateful: bool = False,
+                        precision: str = "float32") -> "BiLM":
         """Load a model by name: shipped in the package (``spacy_elmo.DEFAULT_MODEL`` =
         "en_elmo_small"; see :func:`~.pretrained.available`) or downloaded into the cache with
         ``python -m spacy_elmo download NAME`` (e.g. "elmo-original"), or a directory holding
@@ -98,7 +141,12 @@ class BiLM(nn.Module):
         :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
         """
         options_file, weight_file = model_files(name_or_path)
-        return cls.from_files(options_file, weight_file, stateful=stateful)
+        return cls.from_files(options_file, weight_file, stateful=stateful, precision=precision)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the parameters (they all live on one)."""
+        return self.char_cnn.projection.weight.device
 
     def save(self, directory) -> None:
         """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``,
@@ -132,14 +180,16 @@ class BiLM(nn.Module):
         """Char-CNN token vectors: char ids (U, 50) int64 -> (U, projection_dim) float32.
 
         Context-independent (layer 0 before duplication); exact, in input order (the CNN sorts
-        long inputs by token length internally to skip padding positions).
+        long inputs by token length internally to skip padding positions). With ``precision``
+        "bfloat16", not exact: see :mod:`.precision` (the result is float32 either way).
         """
+        self._apply_precision(self.device)
         return self.char_cnn(char_ids)
 
     def boundary_vectors(self) -> torch.Tensor:
         """Char-CNN vectors of ``<S>`` and ``</S>``: (2, projection_dim) float32."""
-        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(self.char_cnn.projection.weight.device)
-        return self.char_cnn(ids)
+        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(self.device)
+        return self.embed_tokens(ids)
 
     def forward(self, char_ids: Optional[torch.Tensor] = None, *, token_vectors: Optional[torch.Tensor] = None,
                 mask: Optional[torch.Tensor] = None) -> BiLMOutput:
@@ -187,6 +237,7 @@ class BiLM(nn.Module):
         """
         if index.dim() != 2:
             raise ValueError(f"index must be (batch, max_len), got {tuple(index.shape)}")
+        self._apply_precision(table.device)
         B, T = index.shape
         mask = index >= 0
         lengths = mask.sum(1)
@@ -252,41 +303,14 @@ class BiLM(nn.Module):
 
         Stateless and exact (the result for a sentence does not depend on the others): every
         distinct token of the call goes through the char CNN once, sentences are sorted by length
-        into batches of ``batch_size``, under ``torch.inference_mode()``.
+        into batches of ``batch_size``, under ``torch.inference_mode()`` (:mod:`.batching`).
         Raises TypeError if a sentence is a str or a token is not a str.
         """
-        if isinstance(sentences, str):
-            raise TypeError("embed_sentences expects a list of tokenised sentences (lists of str), got a str")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        L1, D = self.num_layers + 1, self.output_dim
-        vocab = {}
-        token_rows = []
-        for sent in sentences:
-            if isinstance(sent, str):
-                raise TypeError(f"embed_sentences expects each sentence as a list of str tokens, got a str: {sent[:40]!r}")
-            token_rows.append(numpy.fromiter((vocab.setdefault(t, len(vocab)) for t in sent),
-                                             dtype=numpy.int64, count=len(sent)))
-        results: List[Optional[numpy.ndarray]] = [None] * len(token_rows)
-        device = self.char_cnn.projection.weight.device
-        with torch.inference_mode():
-            char_ids = numpy.concatenate([tokens_to_char_array(list(vocab)), numpy.stack([BOS_IDS, EOS_IDS])])
-            vectors = self.embed_tokens(torch.from_numpy(char_ids).to(device))
-            table, boundary = vectors[:-2], vectors[-2:]
-            by_len = sorted(range(len(token_rows)), key=lambda i: -len(token_rows[i]))
-            for i in by_len:
-                if len(token_rows[i]) == 0:
-                    results[i] = numpy.zeros((L1, 0, D), dtype=numpy.float32)
-            nonempty = [i for i in by_len if len(token_rows[i])]
-            for start in range(0, len(nonempty), batch_size):
-                rows = nonempty[start: start + batch_size]
-                T = len(token_rows[rows[0]])
-                index = numpy.full((len(rows), T), -1, dtype=numpy.int64)
-                for k, i in enumerate(rows):
-                    index[k, : len(token_rows[i])] = token_rows[i]
-                out = self.forward_indexed(table, torch.from_numpy(index).to(device), stateless=True,
-                                           boundary=boundary)
-                layers = out.layers.cpu().numpy()
-                for k, i in enumerate(rows):
-                    results[i] = numpy.ascontiguousarray(layers[:, k, : len(token_rows[i])])
-        return results
+        if not isinstance(sentences, (list, tuple, str)):
+            sentences = list(sentences)
+        results: List[Optional[numpy.ndarray]] = [None] * len(sentences)
+        for batch in embed_batches(self, sentences, batch_size):
+            for i, layers in batch.split(batch.layers.cpu().numpy()):
+                results[i] = numpy.ascontiguousarray(layers)
+        empty = numpy.zeros((self.num_layers + 1, 0, self.output_dim), dtype=numpy.float32)
+        return [empty.copy() if r is None else r for r in results]

@@ -91,15 +91,21 @@ def _pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
     return out
 
 
-def pack(weight: torch.Tensor, batch_hint: int = 32) -> torch.Tensor:
-    """Reorder a (in, out) matrix ``weight`` for :func:`linear` (y = x @ weight). Returns an mkldnn tensor."""
+def pack(weight: torch.Tensor, batch_hint: int = 32, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Reorder a (in, out) matrix ``weight`` for :func:`linear` (y = x @ weight). Returns an mkldnn tensor.
+
+    ``dtype=torch.bfloat16`` packs a bfloat16 copy (rounded to nearest): :func:`linear` then takes
+    bfloat16 inputs, accumulates in float32 and returns bfloat16 (see :mod:`.precision`)."""
     with torch.inference_mode(False), torch.no_grad():
-        return torch.ops.mkldnn._reorder_linear_weight(weight.t().contiguous(), batch_hint)
+        w = weight.t()
+        w = w.contiguous() if dtype == torch.float32 else w.to(dtype).contiguous()
+        return torch.ops.mkldnn._reorder_linear_weight(w, batch_hint)
 
 
 def linear(x: torch.Tensor, packed: torch.Tensor, bias: Optional[torch.Tensor] = None,
            exact: int = 0) -> torch.Tensor:
-    """x (m, in) float32 -> x @ W + bias (m, out), with ``packed`` from :func:`pack`.
+    """x (m, in) float32 -> x @ W + bias (m, out), with ``packed`` from :func:`pack` (bfloat16 x,
+    bias and result with a bfloat16-packed weight).
 
     Runs on ``bucket_rows(m, exact)`` rows (x is copied with zero rows below when m is not a
     bucket size) and returns the first m rows, a view of the (bucket, out) result."""
@@ -133,8 +139,10 @@ class PackedCache:
         """Drop the packed copies (they are rebuilt on next use)."""
         self._key = self._value = None
 
-    def get(self, params: Sequence[torch.Tensor], build: Callable[[], object]):
-        key = tuple((p.data_ptr(), p._version) for p in params)
+    def get(self, params: Sequence[torch.Tensor], build: Callable[[], object], tag: object = None):
+        """The value ``build()`` made from ``params`` (and ``tag``, e.g. the packed dtype: another
+        tag replaces the held copies instead of adding to them)."""
+        key = (tag, tuple((p.data_ptr(), p._version) for p in params))
         if self._key != key:
             self._value = None  # free the old copies before building new ones
             self._value = build()

@@ -53,7 +53,8 @@ def check_options(options: Any, path=None) -> Dict[str, Any]:
     if not isinstance(skip, bool):
         _fail(path, ("lstm", "use_skip_connections"), f"expected true/false, got {skip!r}")
     emb = cnn.get("embedding")
-    if not isinstance(emb, dict) or isinstance(emb.get("dim"), bool) or not isinstance(emb.get("dim"), int) or emb["dim"] < 1:
+    if (not isinstance(emb, dict) or isinstance(emb.get("dim"), bool) or not isinstance(emb.get("dim"), int)
+            or emb["dim"] < 1):
         _fail(path, ("char_cnn", "embedding", "dim"), f"expected a positive integer, got {emb!r}")
     filters = cnn.get("filters")
     ok = isinstance(filters, list) and len(filters) > 0 and all(

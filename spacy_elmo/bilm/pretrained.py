@@ -1,26 +1,36 @@
 """Model names -> directories: models shipped inside the package, and (through
 :mod:`spacy_elmo.hub.cache`) models downloaded with ``python -m spacy_elmo download NAME``.
 
-A packaged model is a folder ``spacy_elmo/models/<name>/`` holding at least ``options.json`` and
+A packaged model is a folder ``<models_dir>/<name>/`` holding at least ``options.json`` and
 ``weights.hdf5`` (plus ``meta.json``, ``vocab.txt``, ``lm_head.hdf5`` and the attribution of its
-training text when it was trained with ``python -m spacy_elmo pretrain``).
+training text when it was trained with ``python -m spacy_elmo pretrain``). ``models_dir``
+defaults to the package's own folder, :data:`spacy_elmo.package_data.MODELS_DIR` (the one module
+that knows where package data live).
 """
 import os
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple, Union
 
-DEFAULT_MODEL = "en_elmo_small"
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+from ..package_data import DEFAULT_MODEL, MODELS_DIR
+
+__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "available", "resolve", "model_files"]
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def available() -> List[str]:
-    """Names of the packaged models."""
-    if not MODELS_DIR.is_dir():
+def _folder(models_dir: Optional[PathLike]) -> Path:
+    return MODELS_DIR if models_dir is None else Path(models_dir)
+
+
+def available(models_dir: Optional[PathLike] = None) -> List[str]:
+    """Names of the packaged models (of ``models_dir``, default the package's)."""
+    directory = _folder(models_dir)
+    if not directory.is_dir():
         return []
-    return sorted(p.name for p in MODELS_DIR.iterdir() if (p / "options.json").is_file())
+    return sorted(p.name for p in directory.iterdir() if (p / "options.json").is_file())
 
 
-def resolve(name_or_path: str) -> str:
+def resolve(name_or_path: str, models_dir: Optional[PathLike] = None) -> str:
     """Directory of a model: ``name_or_path`` itself if it is a directory, else a packaged
     model's folder, else a downloaded model's folder in the cache (``python -m spacy_elmo
     download NAME``; see :mod:`spacy_elmo.hub.cache`). Nothing is downloaded here.
@@ -31,16 +41,16 @@ def resolve(name_or_path: str) -> str:
     name_or_path = os.fspath(name_or_path)
     if os.path.isdir(name_or_path):
         return name_or_path
-    candidate = MODELS_DIR / name_or_path
+    candidate = _folder(models_dir) / name_or_path
     if (candidate / "options.json").is_file():
         return str(candidate)
     from ..hub.cache import find  # no torch / spaCy import
 
-    return find(name_or_path, packaged=available())
+    return find(name_or_path, packaged=available(models_dir))
 
 
-def model_files(name_or_path: str) -> Tuple[str, str]:
+def model_files(name_or_path: str, models_dir: Optional[PathLike] = None) -> Tuple[str, str]:
     """(options.json path, weights.hdf5 path) of a model name (packaged or downloaded) or model
     directory; see :func:`resolve`."""
-    directory = resolve(name_or_path)
+    directory = resolve(name_or_path, models_dir)
     return os.path.join(directory, "options.json"), os.path.join(directory, "weights.hdf5")

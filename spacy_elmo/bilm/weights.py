@@ -138,11 +138,13 @@ def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict, consume: bool
     emb = take("char_embed")
     sd = {"char_cnn.char_embedding.weight": numpy.concatenate([numpy.zeros_like(emb[:1]), emb])}
     for i in range(len(c["filters"])):
-        sd[f"char_cnn.convs.{i}.weight"] = numpy.ascontiguousarray(numpy.transpose(take(f"CNN/W_cnn_{i}")[0], (2, 1, 0)))
+        sd[f"char_cnn.convs.{i}.weight"] = numpy.ascontiguousarray(
+            numpy.transpose(take(f"CNN/W_cnn_{i}")[0], (2, 1, 0)))
         sd[f"char_cnn.convs.{i}.bias"] = take(f"CNN/b_cnn_{i}")
     for k in range(c["n_highway"]):
         h = f"CNN_high_{k}"
-        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate([take(f"{h}/W_transform").T, take(f"{h}/W_carry").T])
+        sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate(
+            [take(f"{h}/W_transform").T, take(f"{h}/W_carry").T])
         sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([take(f"{h}/b_transform"), take(f"{h}/b_carry")])
     sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(take("CNN_proj/W_proj").T)
     sd["char_cnn.projection.bias"] = take("CNN_proj/b_proj")

@@ -9,7 +9,7 @@ is left as it is.
 """
 import os
 import time
-from typing import Iterator, List, NamedTuple, Optional
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import inputs, layers
 from .writer import Output, written_args
@@ -145,18 +145,28 @@ def _input_args(input_path, fmt, text_field) -> dict:
             "format": fmt, "text_field": text_field if fmt == "jsonl" else None}
 
 
-def _groups(records: Iterator[inputs.Record], max_tokens: int) -> Iterator[List[inputs.Record]]:
-    """Consecutive records, cut when a group reaches max_tokens tokens (deterministic, so a
+def _groups(records: Iterator[inputs.Record], group_tokens: int) -> Iterator[List[inputs.Record]]:
+    """Consecutive records, cut when a group reaches group_tokens tokens (deterministic, so a
     re-run cuts the same groups)."""
     group, tokens = [], 0
     for record in records:
         group.append(record)
         tokens += len(record.tokens)
-        if tokens >= max_tokens:
+        if tokens >= group_tokens:
             yield group
             group, tokens = [], 0
     if group:
         yield group
+
+
+def count_group(group: List[inputs.Record], summary: Dict) -> Tuple[int, int, int]:
+    """(first record index, last record index, tokens) of a group, whose sentences and tokens it
+    adds to ``summary["sentences"]`` / ``summary["tokens"]`` (a group is counted whether it is
+    embedded now or was already written)."""
+    n_tokens = sum(len(r.tokens) for r in group)
+    summary["sentences"] += len(group)
+    summary["tokens"] += n_tokens
+    return group[0].index, group[-1].index, n_tokens
 
 
 def _run(bilm, out: Output, groups, spec, dtype, batch_size, total, progress, summary) -> None:
@@ -169,10 +179,7 @@ def _run(bilm, out: Output, groups, spec, dtype, batch_size, total, progress, su
     start = time.perf_counter()
     with tqdm(total=total, unit="sent", desc="embed", disable=not progress, smoothing=0.1) as bar:
         for group in groups:
-            first, last = group[0].index, group[-1].index
-            n_tokens = sum(len(r.tokens) for r in group)
-            summary["sentences"] += len(group)
-            summary["tokens"] += n_tokens
+            first, last, n_tokens = count_group(group, summary)
             if (first, last) not in done:
                 with budget:
                     arrays = bilm.embed_sentences([r.tokens for r in group], batch_size=batch_size)

@@ -1,5 +1,7 @@
 """Registered architectures (``[... .model] @architectures = "spacy_elmo...."``).
 
+- ``spacy_elmo.ElmoBiLM.v1``: the biLM as a Docs -> layer stacks model: the ``model`` of the
+  ``elmo`` component and the ``bilm`` of ``Elmo.v1`` (see :mod:`.bilm_config`).
 - ``spacy_elmo.ScalarMix.v1``: the scalar mix layer alone.
 - ``spacy_elmo.ElmoListener.v1``: tok2vec for a component that listens to an ``elmo`` component.
 - ``spacy_elmo.Elmo.v1``: tok2vec with its own biLM (single-component pipelines).
@@ -15,11 +17,39 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain, concatenate, with_array
 from thinc.types import Floats2d, Floats3d
 
-from ..bilm.pretrained import DEFAULT_MODEL
-from .layers.bilm_layer import BiLMLayer
-from .layers.doc_layers import DocLayers, bilm_of
+from ..package_data import DEFAULT_MODEL
+from .bilm_config import build_bilm, old_keys, resolve_bilm
+from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
+
+
+@registry.architectures("spacy_elmo.ElmoBiLM.v1")
+def elmo_bilm_v1(name: Optional[str] = DEFAULT_MODEL, options_path: Optional[str] = None,
+                 weights_path: Optional[str] = None, window_tokens: int = 128, batch_size: int = 64,
+                 cache_mb: float = 1024, cache_dtype: str = "float32", threads: Union[int, str] = "auto",
+                 precision: str = "float32") -> Model[List[Doc], List[Floats3d]]:
+    """The biLM: Docs -> one float32 array (num_layers + 1, len(doc), dim) per Doc.
+
+    name: packaged model name (``spacy_elmo.DEFAULT_MODEL``), downloaded model name
+        (``python -m spacy_elmo download elmo-original``) or a directory with options.json +
+        weights.hdf5. options_path / weights_path: files of any official ELMo model (both or
+        neither); they win over ``name``. The biLM is loaded on initialize or first use, and then
+        saved inside the model (``spacy.load`` reads it from the saved pipeline).
+    window_tokens: the longest piece the biLM reads: Docs with sentence boundaries are read
+        sentence by sentence, others (and longer sentences) in near-equal windows of at most this
+        many tokens (see :mod:`.segments`).
+    batch_size: sentences per biLM call.
+    cache_mb / cache_dtype: the layer cache of frozen training (MB, 0 = off; "float32" or
+        "float16" entries; see :mod:`.cache`).
+    threads: torch intra-op threads per biLM call on CPU: "auto" (fewer while other processes
+        keep cores busy; see :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int.
+    precision: "float32" (exact) or "bfloat16" (see :mod:`spacy_elmo.bilm.precision`); a runtime
+        setting, not part of the saved weights.
+    """
+    return build_bilm({"name": name, "options_path": options_path, "weights_path": weights_path,
+                       "window_tokens": window_tokens, "batch_size": batch_size, "cache_mb": cache_mb,
+                       "cache_dtype": cache_dtype, "threads": threads, "precision": precision})
 
 
 @registry.architectures("spacy_elmo.ScalarMix.v1")
@@ -65,22 +95,32 @@ def elmo_listener_v1(upstream: str = "*", grad_factor: float = 0.0, mix: Optiona
 
 
 @registry.architectures("spacy_elmo.Elmo.v1")
-def elmo_v1(model: str = DEFAULT_MODEL, options_path: Optional[str] = None, weights_path: Optional[str] = None,
-            max_tokens: int = 128, batch_size: int = 64, cache_size: int = 50000, grad_factor: float = 0.0,
+def elmo_v1(bilm: Optional[Model[List[Doc], List[Floats3d]]] = None, grad_factor: float = 0.0,
             mix: Optional[Model] = None, initial_weights: Optional[List[float]] = None, trainable: bool = True,
             layer_norm: bool = False, dropout: float = 0.0, width: Optional[int] = None,
-            threads: Union[int, str] = "auto") -> Model[List[Doc], List[Floats2d]]:
-    """Tok2vec with its own biLM: Doc -> sentences/windows (``max_tokens``) -> biLM -> ScalarMix
-    -> dropout -> Linear(width). The biLM is loaded on initialize from ``model`` (packaged name or
-    directory) or ``options_path`` + ``weights_path``, and saved inside the component's model.
-    Frozen unless ``grad_factor > 0``; frozen training caches up to ``cache_size`` tokens of layers.
-    ``threads``: as for the ``elmo`` component. Output: float32 (len(doc), width or dim) per Doc.
+            model: Optional[str] = None, options_path: Optional[str] = None, weights_path: Optional[str] = None,
+            max_tokens: Optional[int] = None, batch_size: Optional[int] = None, cache_mb: Optional[float] = None,
+            cache_dtype: Optional[str] = None, threads: Union[int, str, None] = None,
+            cache_size: Optional[int] = None, precision: Optional[str] = None) -> Model[List[Doc], List[Floats2d]]:
+    """Tok2vec with its own biLM: Doc -> sentences/windows -> biLM -> ScalarMix -> dropout ->
+    Linear(width). ``bilm``: the biLM model, a ``spacy_elmo.ElmoBiLM.v1`` section (default: that
+    architecture's defaults, the packaged default biLM); saved inside this model. Frozen unless
+    ``grad_factor > 0``. Output: float32 (len(doc), width or dim) per Doc.
+
+    Deprecated: the biLM settings as flat keys of this section (``model``, ``options_path``,
+    ``weights_path``, ``max_tokens``, ``batch_size``, ``cache_mb``, ``cache_dtype``, ``threads``,
+    ``precision``, ``cache_size``), as written before ``bilm`` existed: still read, over
+    ``bilm``'s settings, with one ElmoDeprecationWarning (see :mod:`.bilm_config`).
     """
-    bilm = BiLMLayer(model, options_path, weights_path, where="[spacy_elmo.Elmo.v1]", batch_size=batch_size,
-                     cache_size=cache_size, threads=threads)
-    layers = elmo_layers_part(DocLayers(bilm, max_tokens, where="[spacy_elmo.Elmo.v1]"), grad_factor)
+    old = old_keys(model=model, options_path=options_path, weights_path=weights_path, max_tokens=max_tokens,
+                   batch_size=batch_size, cache_mb=cache_mb, cache_dtype=cache_dtype, threads=threads,
+                   cache_size=cache_size, precision=precision)
+    if isinstance(bilm, str):  # elmo_v1("en_elmo_small"): the old first argument, model
+        old, bilm = {"model": bilm, **old}, None
+    doc_layers = resolve_bilm(bilm, old, "[spacy_elmo.Elmo.v1]", "bilm")
+    layers = elmo_layers_part(doc_layers, grad_factor)
     out = chain(layers, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
-    out.set_ref("bilm", bilm)
+    out.set_ref("bilm", bilm_of(doc_layers))
     return out
 
 

@@ -1,58 +1,156 @@
-"""A bounded LRU cache of biLM layers per sentence, for training with a frozen biLM.
+"""The layer cache: biLM layers per sentence, kept while the biLM is frozen.
 
-Why: with the biLM frozen (the default, ``grad_factor = 0``), its output for a sentence never
-changes, yet spaCy's training loop shows the same sentences every epoch. Keyed by the
-sentence's token strings (a tuple), so the same sentence in another Doc also hits.
-Bounded by tokens: memory <= ``max_tokens * (num_layers + 1) * dim * 4`` bytes (float32), e.g.
-50,000 tokens of a 2-layer biLM with dim 256 is ~150 MB. Only used in training; prediction
-(``nlp.pipe``) never fills it. It is never serialized: a copy or an unpickled model starts empty.
+Why: with the biLM frozen (``grad_factor = 0``, the default), its output for a sentence never
+changes, yet spaCy's training loop shows it the same training sentences every epoch and the same
+dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passes in a
+2,000-step run). So each sentence goes through the biLM once per training run.
+
+- Keyed by the sentence's token strings (a tuple), so the same sentence in another Doc hits.
+- Filled by frozen training (``is_train`` and not fine-tuning: ``ElmoComponent.update``, or a
+  tagger's ``Elmo.v1`` tok2vec). From the first such call on it is *serving* (:attr:`serving`):
+  prediction (``nlp.pipe``, ``nlp.evaluate`` in ``spacy train``) reads and fills it too. A model
+  that has not been trained in this process (``spacy.load``, ``spacy evaluate``, a new
+  pipeline) never caches: prediction runs the biLM and stores nothing.
+- Fine-tuning (``grad_factor > 0``) clears it and stops it serving; so does loading weights
+  (``from_bytes`` / ``from_disk``). A frozen component that only annotates
+  (``[training] frozen_components`` + ``annotating_components``) never trains, so never caches.
+- ``dtype``: ``"float32"`` (default): exact, the very floats the biLM computed, so a pipeline
+  trained in this process predicts exactly what it will after ``to_disk`` / ``spacy.load``.
+  ``"float16"`` stores half the bytes; then every layer the frozen training, its evaluations
+  and any later prediction in this process see is rounded to float16 (2^-11 relative), served
+  from the cache or just computed, so nothing depends on what fitted; a loaded copy of the
+  pipeline predicts float32 again.
+- Bounded by ``capacity_mb`` megabytes (2^20 bytes): the arrays exactly, plus an estimate of
+  the keys and bookkeeping (``sys.getsizeof`` of the tuple and strings, 1 KB per entry).
+  It admits sentences until full, then admits no more (no eviction): spaCy reshuffles the
+  training set every epoch, and through an LRU of C < N entries a reshuffled pass over N
+  sentences hits ~C^2 / 2N^2 of the time (3% at C = N / 4), while keeping the first C hits C / N.
+- Memory per token, 2-layer biLM with dim 256 (``en_elmo_small``): 3 x 256 x 4 = 3,072 bytes in
+  float32 (1,536 in float16), plus ~60-70 bytes of key and 1 KB / n_tokens of bookkeeping. The
+  component's default 1,024 MB hold ~320,000 tokens in float32: UD English-EWT train + dev
+  (229k tokens) or CoNLL-2003 train + dev (255k); float16 doubles that. An original-size biLM
+  (dim 1024) takes 4x as much per token.
+- Never serialized: a copy or an unpickled model starts empty, with the same capacity.
+
+``capacity_tokens`` is the deprecated ``cache_size`` key (a token count, float32 entries): the
+capacity becomes that many tokens' float32 layers once the first entry shows their size.
 """
-from collections import OrderedDict
+import sys
+import warnings
 from typing import Hashable, Optional
+
+DTYPES = ("float16", "float32")
+# Bytes per entry besides the array data and the key: dict slot, array object, allocator (600-1,000
+# measured with tracemalloc).
+ENTRY_OVERHEAD = 1024
+MB = 1 << 20
+
+
+class ElmoDeprecationWarning(FutureWarning):
+    """A config key or argument of spacy-elmo that still works but will go away (a
+    FutureWarning, so that Python shows it to end users)."""
+
+
+def cache_size_deprecation(cache_size: int, where: str) -> str:
+    """The message that says the config key ``cache_size`` is deprecated and how it is read."""
+    return (f"{where} cache_size = {cache_size} is deprecated: set cache_mb (the layer cache's capacity in MB) "
+            f"and cache_dtype instead. For now cache_size is used as before: the memory of {cache_size} tokens "
+            f"of float32 layers (cache_mb and cache_dtype are ignored)")
+
+
+def warn_cache_size(cache_size: Optional[int], where: str) -> None:
+    """Warn (ElmoDeprecationWarning) that the config key ``cache_size`` is deprecated, if set."""
+    if cache_size is not None:
+        warnings.warn(cache_size_deprecation(cache_size, where), ElmoDeprecationWarning, stacklevel=3)
+
+
+def _key_bytes(key) -> int:
+    return sys.getsizeof(key) + sum(sys.getsizeof(t) for t in key)
 
 
 class LayersCache:
-    """LRU map ``tuple of token strings -> array (nL, n_tokens, dim)``; ``max_tokens=0`` disables."""
+    """Map ``tuple of token strings -> array (nL, n_tokens, dim)``, as described above.
+    ``capacity_mb = 0`` (and no ``capacity_tokens``) disables it.
+    Raises ValueError for a negative capacity or an unknown dtype."""
 
-    def __init__(self, max_tokens: int = 0):
-        if max_tokens < 0:
-            raise ValueError(f"cache_size must be >= 0 tokens, got {max_tokens}")
-        self.max_tokens = int(max_tokens)
-        self._data: "OrderedDict[Hashable, object]" = OrderedDict()
+    def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32", *, capacity_tokens: Optional[int] = None):
+        if capacity_mb < 0:
+            raise ValueError(f"cache capacity must be >= 0 MB, got {capacity_mb}")
+        if capacity_tokens is not None and capacity_tokens < 0:
+            raise ValueError(f"cache_size must be >= 0 tokens, got {capacity_tokens}")
+        if dtype not in DTYPES:
+            raise ValueError(f"cache dtype must be one of {list(DTYPES)}, got {dtype!r}")
+        self.capacity_mb = float(capacity_mb)
+        self.capacity_tokens = None if capacity_tokens is None else int(capacity_tokens)
+        self.dtype = "float32" if capacity_tokens is not None else dtype
+        self.capacity_bytes = 0 if capacity_tokens is not None else int(self.capacity_mb * MB)
+        self._data = {}
+        self.n_bytes = 0
         self.n_tokens = 0
         self.hits = 0
         self.misses = 0
+        self.serving = False
 
     def __len__(self) -> int:
         return len(self._data)
 
+    @property
+    def enabled(self) -> bool:
+        return self.capacity_bytes > 0 or bool(self.capacity_tokens)
+
+    def start_serving(self) -> None:
+        """Frozen training has begun: prediction may read and fill the cache from now on."""
+        if self.enabled:
+            self.serving = True
+
     def get(self, key: Hashable) -> Optional[object]:
+        """The float32 layers stored for ``key``, or None. With float32 entries this is the
+        stored array itself (read-only by convention); with float16, a new float32 array."""
         value = self._data.get(key)
         if value is None:
             self.misses += 1
-        else:
-            self.hits += 1
-            self._data.move_to_end(key)
-        return value
+            return None
+        self.hits += 1
+        return value if self.dtype == "float32" else value.astype("float32")
 
-    def put(self, key: Hashable, value, n_tokens: int) -> None:
-        """Store ``value`` (a sentence of ``n_tokens`` tokens), evicting least recently used."""
-        if n_tokens > self.max_tokens or key in self._data:
-            return
-        self._data[key] = value
-        self.n_tokens += n_tokens
-        while self.n_tokens > self.max_tokens:
-            _, old = self._data.popitem(last=False)
-            self.n_tokens -= old.shape[1]
+    def store(self, key: Hashable, value):
+        """Keep ``value`` (float32 array (nL, n_tokens, dim) of sentence ``key``) if it fits, and
+        return it as :meth:`get` will (rounded to float16 and back when ``dtype`` is float16,
+        whether kept or not)."""
+        if self.capacity_tokens is not None and not self.capacity_bytes:
+            self.capacity_bytes = self.capacity_tokens * value.shape[0] * value.shape[2] * 4
+        size = value.size * (4 if self.dtype == "float32" else 2) + _key_bytes(key) + ENTRY_OVERHEAD
+        keep = key not in self._data and self.n_bytes + size <= self.capacity_bytes
+        if self.dtype == "float32":
+            stored = served = value
+            if keep:
+                stored = value.copy()  # never a view of a batch's output
+        else:
+            stored = value.astype("float16")
+            served = stored.astype("float32")
+        if keep:
+            self._data[key] = stored
+            self.n_bytes += size
+            self.n_tokens += int(value.shape[1])
+        return served
 
     def clear(self) -> None:
-        """Forget everything (called whenever the biLM weights change)."""
+        """Forget everything and stop serving prediction (called whenever the biLM weights change)."""
         self._data.clear()
-        self.n_tokens = 0
+        self.n_bytes = self.n_tokens = 0
+        self.serving = False
+
+    def _config(self):
+        return (self.capacity_mb, self.dtype), {"capacity_tokens": self.capacity_tokens}
 
     # A copy or a pickle carries the capacity, not the (large) contents.
     def __deepcopy__(self, memo):
-        return LayersCache(self.max_tokens)
+        args, kwargs = self._config()
+        return LayersCache(*args, **kwargs)
 
     def __reduce__(self):
-        return (LayersCache, (self.max_tokens,))
+        return (_rebuild, self._config())
+
+
+def _rebuild(args, kwargs) -> LayersCache:
+    return LayersCache(*args, **kwargs)

@@ -3,11 +3,15 @@ the Doc (``doc._.elmo``), and feeds them to downstream ``spacy_elmo.ElmoListener
 during training (the spaCy ``Tok2Vec`` / spacy-transformers ``Transformer`` pattern).
 
     nlp.add_pipe("elmo")                                    # packaged default model
-    nlp.add_pipe("elmo", config={"options_path": "...options.json", "weights_path": "...weights.hdf5"})
+    nlp.add_pipe("elmo", config={"model": {"name": "elmo-original"}})           # a downloaded one
+    nlp.add_pipe("elmo", config={"model": {"options_path": "...options.json", "weights_path": "...weights.hdf5"}})
 
-The biLM is loaded on ``nlp.initialize()`` or first use (so ``spacy.load`` reads it from the saved
-pipeline, not from the original paths); a missing or malformed file raises
-:class:`~.loading.ElmoConfigError` naming the config key and path.
+The component's ``model`` is the biLM, a Thinc model built by the ``spacy_elmo.ElmoBiLM.v1``
+architecture (``[components.elmo.model]``, see :func:`.architectures.elmo_bilm_v1`); the
+component itself keeps ``store``, ``dtype`` and ``vectors``. The biLM is loaded on
+``nlp.initialize()`` or first use (so ``spacy.load`` reads it from the saved pipeline, not from
+the original paths); a missing or malformed file raises :class:`~.loading.ElmoConfigError`
+naming the config key and path.
 """
 from functools import partial
 from typing import Callable, Dict, Iterable, List, Optional, Union
@@ -19,48 +23,58 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from .architectures import DEFAULT_MODEL
+from .bilm_config import DEFAULTS, old_keys, resolve_bilm, section_of, settings_of
 from .data_classes import STORE_KINDS, ElmoData
 from .extensions import install_extensions
-from .layers.bilm_layer import BiLMLayer, get_bilm
-from .layers.doc_layers import DocLayers, bilm_of
+from .layers.bilm_layer import get_bilm
+from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .loading import ElmoConfigError
 from .replace import replace_listener, replace_listener_cfg
 from .vector_hooks import check_layer, check_view, set_vector_hooks
 
 DTYPES = ("float32", "float16")
-DEFAULT_CONFIG = {"model": DEFAULT_MODEL, "options_path": None, "weights_path": None, "max_tokens": 128,
-                  "batch_size": 64, "store": "all", "dtype": "float32", "cache_size": 50000, "threads": "auto",
-                  "vectors": None}
+DEFAULT_CONFIG = {"model": section_of(DEFAULTS), "store": "all", "dtype": "float32", "vectors": None}
 
 
 @Language.factory("elmo", assigns=["doc._.elmo"], default_config=DEFAULT_CONFIG)
-def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Optional[str],
-              weights_path: Optional[str], max_tokens: int, batch_size: int, store: str, dtype: str,
-              cache_size: int, threads: Union[int, str] = "auto", vectors: Optional[str] = None) -> "ElmoComponent":
+def make_elmo(nlp: Language, name: str, model: Union[Model, str, None], store: str = "all", dtype: str = "float32",
+              vectors: Optional[str] = None, options_path: Optional[str] = None, weights_path: Optional[str] = None,
+              max_tokens: Optional[int] = None, batch_size: Optional[int] = None, cache_mb: Optional[float] = None,
+              cache_dtype: Optional[str] = None, cache_size: Optional[int] = None,
+              threads: Union[int, str, None] = None, precision: Optional[str] = None) -> "ElmoComponent":
     """Config keys:
-    model: packaged model name (``spacy_elmo.DEFAULT_MODEL``), downloaded model name
-        (``python -m spacy_elmo download elmo-original``) or a directory with options.json +
-        weights.hdf5. options_path / weights_path: files of any official ELMo model; override ``model``.
-    max_tokens: longest piece the biLM reads (window size for Docs without sentence boundaries,
-        and for longer sentences); see :mod:`.segments`.
-    batch_size: sentences per biLM call.
+    model: the biLM, a ``spacy_elmo.ElmoBiLM.v1`` section ``[components.elmo.model]``: ``name``
+        (packaged model name, ``spacy_elmo.DEFAULT_MODEL``; downloaded model name, ``python -m
+        spacy_elmo download elmo-original``; or a directory with options.json + weights.hdf5),
+        ``options_path`` / ``weights_path`` (files of any official ELMo model; they win over
+        ``name``), ``window_tokens`` (the longest piece the biLM reads: window size for Docs
+        without sentence boundaries and for longer sentences, see :mod:`.segments`),
+        ``batch_size`` (sentences per biLM call), ``cache_mb`` / ``cache_dtype`` (the layer cache
+        of frozen training, see :mod:`.cache`), ``threads`` ("auto" or a positive int; see
+        :mod:`spacy_elmo.bilm.cpu_budget`; ``SPACY_ELMO_THREADS`` overrides it) and
+        ``precision`` ("float32" or "bfloat16", a runtime setting: override it at load time with
+        ``spacy.load(path, config={"components": {name: {"model": {"precision": ...}}}})``;
+        see :mod:`spacy_elmo.bilm.precision`). See :func:`.architectures.elmo_bilm_v1`.
     store: what goes on ``doc._.elmo``: "all" layers (num_layers + 1, n, dim) (default; the only
         choice allowed with listeners, which mix the layers themselves), "mix" (1, n, dim) the
         uniform average of the layers, "top" (1, n, dim) the top biLSTM layer, or "none" (nothing;
         e.g. to time the biLM). Memory per token: K * dim * 4 bytes (float32), K = 3 for "all"
         with a 2-layer biLM.
-    dtype: "float32" or "float16" for the stored layers (the biLM itself runs in float32). With
+    dtype: "float32" or "float16" for the stored layers (whatever ``precision`` the biLM runs in). With
         float16, listeners read the rounded layers at prediction time (training used float32).
-    cache_size: tokens of biLM layers kept between epochs when training with a frozen biLM (0 = off).
-    threads: torch intra-op threads per biLM call on CPU: "auto" (default: torch's thread count,
-        lowered while other processes keep cores busy, so shared machines degrade gracefully; see
-        :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int. ``SPACY_ELMO_THREADS`` overrides it.
     vectors: null (default: spaCy's own ``.vector`` / ``.similarity``), or "top", "average" or
         "layer_k": put that view of the contextual vectors behind ``token/span/doc.vector``,
         ``has_vector``, ``vector_norm`` and ``similarity`` (spaCy user hooks; see
         :mod:`.vector_hooks`). Must be among the stored layers (store "top": "top"; "mix": "average").
+
+    Deprecated, the old config shape: ``model`` as a string (the name, or null) and the biLM
+    settings as flat keys of ``[components.elmo]``: ``options_path``, ``weights_path``,
+    ``max_tokens`` (now ``window_tokens``), ``batch_size``, ``cache_mb``, ``cache_dtype``,
+    ``threads``, ``precision`` and the older ``cache_size`` (a capacity in tokens of float32
+    layers, which replaces cache_mb / cache_dtype). Still read, with one ElmoDeprecationWarning
+    that shows the section to write; flat keys given next to a section override its settings
+    (see :mod:`.bilm_config`).
 
     One ``elmo`` component per pipeline: adding a second one (any name) raises ElmoConfigError,
     since both would write the one ``doc._.elmo`` (see :func:`check_single_elmo`).
@@ -71,12 +85,16 @@ def make_elmo(nlp: Language, name: str, model: Optional[str], options_path: Opti
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
     check_view(vectors, store, where)
-    bilm = BiLMLayer(model, options_path, weights_path, where=where, batch_size=batch_size, cache_size=cache_size,
-                     threads=threads)
-    doc_layers = DocLayers(bilm, max_tokens, where=where)
-    source = {"model": model, "options_path": options_path, "weights_path": weights_path, "max_tokens": max_tokens,
-              "batch_size": batch_size, "cache_size": cache_size, "threads": threads}
-    doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, source)
+    old = old_keys(options_path=options_path, weights_path=weights_path, max_tokens=max_tokens,
+                   batch_size=batch_size, cache_mb=cache_mb, cache_dtype=cache_dtype, cache_size=cache_size,
+                   threads=threads, precision=precision)
+    if not isinstance(model, Model):  # the old shape: model = "en_elmo_small" (a name or directory) or null
+        old, model = {"model": model, **old}, None
+    from_section = not old
+    doc_layers = resolve_bilm(model, old, where, f"[components.{name}.model]")
+    if from_section:  # errors on loading name the section
+        bilm_of(doc_layers).attrs["source"]["where"] = f"[components.{name}.model]"
+    doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, settings_of(doc_layers), from_section)
     doc_layers.attrs["replace_listener"] = replace_listener
     return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype, vectors=vectors)
 
@@ -103,8 +121,9 @@ def check_single_elmo(nlp: Language, where: str) -> None:
 
 
 class ElmoComponent(TrainablePipe):
-    """Sets ``doc._.elmo`` and serves listeners. ``model``: Model[List[Doc], List[Floats3d]]
-    (:func:`~.layers.doc_layers.DocLayers`)."""
+    """Sets ``doc._.elmo`` and serves listeners. ``model``: the biLM, Model[List[Doc],
+    List[Floats3d]] (built by ``spacy_elmo.ElmoBiLM.v1``: :func:`~.layers.doc_layers.DocLayers`
+    around :func:`~.layers.bilm_layer.BiLMLayer`)."""
 
     def __init__(self, vocab: Vocab, model: Model, name: str = "elmo", *, store: str = "all",
                  dtype: str = "float32", vectors: Optional[str] = None):
@@ -119,6 +138,13 @@ class ElmoComponent(TrainablePipe):
     def bilm(self):
         """The :class:`spacy_elmo.bilm.BiLM` (torch module), loaded on first access."""
         return get_bilm(bilm_of(self.model))
+
+    def clear_cache(self) -> None:
+        """Free the layer cache of frozen training (:mod:`.cache`) and stop it serving prediction,
+        e.g. to get its memory back after training in this process (it would refill only if
+        frozen training ran again). Outputs do not change: the cache holds exact copies (or, with
+        ``cache_dtype = "float16"``, predictions return to float32)."""
+        bilm_of(self.model).attrs["cache"].clear()
 
     # -- listeners (same API as spaCy's Tok2Vec) ---------------------------------------------
     @property

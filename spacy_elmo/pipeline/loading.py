@@ -5,7 +5,8 @@ from typing import Optional, Tuple
 
 class ElmoConfigError(ValueError):
     """The biLM named in a config cannot be loaded. The message names the config section and key
-    (``model``, ``options_path`` or ``weights_path``), the path and the reason.
+    (``name`` of an ``ElmoBiLM.v1`` section, ``model`` in the old flat keys, ``options_path`` or
+    ``weights_path``), the path and the reason.
     Also raised, with key ``"factory"`` and path None, for a second ``elmo`` component in one
     pipeline (both would write ``doc._.elmo``).
     Attributes: ``key``, ``path``."""
@@ -16,35 +17,38 @@ class ElmoConfigError(ValueError):
         self.path = path
 
 
-def check_paths(model: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str) -> None:
+def check_paths(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str,
+                name_key: str = "name") -> None:
     """Raise ElmoConfigError unless ``options_path`` and ``weights_path`` are both set or both
-    unset (one without the other would pair files of two different models)."""
+    unset (one without the other would pair files of two different models). ``name_key``: the
+    config key of ``name`` in messages."""
     if bool(options_path) != bool(weights_path):
         given, missing = ("options_path", "weights_path") if options_path else ("weights_path", "options_path")
         raise ElmoConfigError(f"{where} {given} is set but {missing} is not: set both (the options.json "
-                              f"and weights.hdf5 of one ELMo model), or neither to use model = {model!r}",
+                              f"and weights.hdf5 of one ELMo model), or neither to use {name_key} = {name!r}",
                               missing, None)
 
 
-def resolve_files(model: Optional[str], options_path: Optional[str], weights_path: Optional[str],
-                  where: str) -> Tuple[Tuple[str, str], Tuple[str, str]]:
+def resolve_files(name: Optional[str], options_path: Optional[str], weights_path: Optional[str],
+                  where: str, name_key: str = "name") -> Tuple[Tuple[str, str], Tuple[str, str]]:
     """((options key, options file), (weights key, weights file)). ``options_path`` and
-    ``weights_path`` (both or neither) win over ``model`` (a packaged or downloaded model's
-    name, see ``spacy_elmo.bilm.pretrained.resolve``, or a model directory). Raises ElmoConfigError naming ``where`` and the key when only one of the two
+    ``weights_path`` (both or neither) win over ``name`` (a packaged or downloaded model's
+    name, see ``spacy_elmo.bilm.pretrained.resolve``, or a model directory), whose config key
+    is ``name_key``. Raises ElmoConfigError naming ``where`` and the key when only one of the two
     paths is set or a file cannot be found."""
     from ..bilm.pretrained import model_files
 
-    check_paths(model, options_path, weights_path, where)
+    check_paths(name, options_path, weights_path, where, name_key)
     files = {}
     if not (options_path and weights_path):
         try:
-            files = dict(zip(("options_path", "weights_path"), model_files(model or "")))
+            files = dict(zip(("options_path", "weights_path"), model_files(name or "")))
         except FileNotFoundError as err:
-            raise ElmoConfigError(f"{where} model = {model!r}: {err}. Or set options_path and "
-                                  "weights_path.", "model", model) from None
+            raise ElmoConfigError(f"{where} {name_key} = {name!r}: {err}. Or set options_path and "
+                                  "weights_path.", name_key, name) from None
     out = []
     for key, given in (("options_path", options_path), ("weights_path", weights_path)):
-        path, used_key = (os.fspath(given), key) if given else (files[key], "model")
+        path, used_key = (os.fspath(given), key) if given else (files[key], name_key)
         if not os.path.isfile(path):
             raise ElmoConfigError(f"{where} {used_key}: file not found: {path!r} (the ELMo "
                                   f"{'options.json' if key == 'options_path' else 'weights.hdf5'})",
@@ -53,13 +57,14 @@ def resolve_files(model: Optional[str], options_path: Optional[str], weights_pat
     return out[0], out[1]
 
 
-def load_bilm(model: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str):
-    """Load a :class:`~spacy_elmo.bilm.BiLM` (frozen, eval mode, on CPU).
-    Raises ElmoConfigError (a ValueError) naming the key and path for a missing, unreadable or
-    malformed file (wrapping the biLM's ElmoWeightsError)."""
+def load_bilm(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str,
+              name_key: str = "name"):
+    """Load a :class:`~spacy_elmo.bilm.BiLM` (frozen, eval mode, on CPU); arguments as for
+    :func:`resolve_files`. Raises ElmoConfigError (a ValueError) naming the key and path for a
+    missing, unreadable or malformed file (wrapping the biLM's ElmoWeightsError)."""
     from ..bilm import BiLM, ElmoWeightsError
 
-    (okey, opath), (wkey, wpath) = resolve_files(model, options_path, weights_path, where)
+    (okey, opath), (wkey, wpath) = resolve_files(name, options_path, weights_path, where, name_key)
     try:
         return BiLM.from_files(opath, wpath)
     except (ElmoWeightsError, OSError) as err:

@@ -4,12 +4,16 @@ spacy-transformers for ``transformer``.
 
 spaCy replaces the listener node by a copy of the ``elmo`` component's model (same input and
 output: Docs -> layer stacks, weights included) and the listener's config section by what
-:func:`replace_listener_cfg` returns: a ``spacy_elmo.Elmo.v1`` config with the component's biLM
-settings and the listener's readout settings, which builds the same model structure.
+:func:`replace_listener_cfg` returns: a ``spacy_elmo.Elmo.v1`` config whose ``bilm`` is a copy
+of the component's ``spacy_elmo.ElmoBiLM.v1`` section, with the listener's readout settings,
+which builds the same model structure.
 """
+import copy
 from typing import Any, Dict, Optional
 
 from thinc.api import Model
+
+from .bilm_config import ARCHITECTURE, section_of
 
 LISTENER = "spacy_elmo.ElmoListener.v1"
 READOUT_KEYS = ("grad_factor", "mix", "initial_weights", "trainable", "layer_norm", "dropout", "width")
@@ -26,21 +30,31 @@ def _find_listener(cfg: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
-def replace_listener_cfg(source: Dict[str, Any], tok2vec_model_cfg: Any, listener_cfg: Dict[str, Any]) -> Dict:
-    """``source``: the ``elmo`` component's biLM settings (model, options_path, weights_path,
-    max_tokens, batch_size, cache_size, threads). ``listener_cfg``: the component's ``model.tok2vec``
-    section, searched for the (first) ElmoListener.v1 config. Raises ValueError if there is none."""
+def replace_listener_cfg(settings: Dict[str, Any], from_section: bool, tok2vec_model_cfg: Any,
+                         listener_cfg: Dict[str, Any]) -> Dict:
+    """The ``Elmo.v1`` section that takes the listener's place. ``settings``: the ``elmo``
+    component's biLM settings (:func:`.bilm_config.settings_of`); ``from_section``: whether its
+    config gave them as an ElmoBiLM.v1 section alone (then ``tok2vec_model_cfg``, that section,
+    is copied as it is; for the old flat keys the section is written from ``settings``, and a
+    deprecated ``cache_size`` stays a flat key of Elmo.v1). ``listener_cfg``: the component's
+    ``model.tok2vec`` section, searched for the (first) ElmoListener.v1 config. Raises ValueError
+    if there is none."""
     listener = _find_listener(listener_cfg)
     if listener is None:
         raise ValueError(f"replace_listeners: no {LISTENER} section found in {dict(listener_cfg)}")
-    new = {"@architectures": "spacy_elmo.Elmo.v1", **source}
+    own = (from_section and isinstance(tok2vec_model_cfg, dict)
+           and tok2vec_model_cfg.get("@architectures") == ARCHITECTURE)
+    new = {"@architectures": "spacy_elmo.Elmo.v1",
+           "bilm": copy.deepcopy(dict(tok2vec_model_cfg)) if own else section_of(settings)}
+    if settings.get("cache_size") is not None:
+        new["cache_size"] = settings["cache_size"]
     new.update({key: listener[key] for key in READOUT_KEYS if key in listener})
     return new
 
 
-def replace_listener(copy: Model, listener: Model, upstream) -> Model:
+def replace_listener(copied: Model, listener: Model, upstream) -> Model:
     """The node that takes the listener's place: the copied Docs -> layers model, frozen or
     fine-tuned like the listener (its grad_factor)."""
     from .architectures import elmo_layers_part
 
-    return elmo_layers_part(copy, listener.attrs["grad_factor"])
+    return elmo_layers_part(copied, listener.attrs["grad_factor"])

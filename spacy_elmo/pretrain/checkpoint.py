@@ -8,6 +8,9 @@ import torch
 from .lm import LanguageModel
 
 CHECKPOINT = "checkpoint.pt"
+# The state at the last full-rate step of a warmup-stable-decay schedule: --resume --from-stable
+# continues the stable phase from it (see train.lr_factor).
+STABLE_CHECKPOINT = "checkpoint-stable.pt"
 
 
 def new_state() -> dict:

@@ -32,7 +32,8 @@ def _check_known(section: str, name: str, default: Config, where: str) -> None:
     if section not in default:
         raise ValueError(f"[{section}]: unknown section{where}; {_did_you_mean(section, default, 'sections')}")
     if name not in default[section]:
-        raise ValueError(f"[{section}] {name}: unknown setting{where}; {_did_you_mean(name, default[section], 'settings')}")
+        raise ValueError(f"[{section}] {name}: unknown setting{where}; "
+                         f"{_did_you_mean(name, default[section], 'settings')}")
 
 
 def _check_type(section: str, name: str, value, default_value, where: str) -> None:

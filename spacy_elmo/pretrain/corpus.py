@@ -34,7 +34,8 @@ def resolve_paths(patterns: Sequence[str]) -> List[str]:
             raise CorpusError(f"No file matches the corpus pattern {pattern!r}")
         for path in found:
             if os.path.isdir(path):
-                raise CorpusError(f"{path} is a directory; give a text file (one sentence per line, plain or .gz) or a glob such as {os.path.join(path, '*.txt')!r}")
+                raise CorpusError(f"{path} is a directory; give a text file (one sentence per line, plain or .gz) "
+                                  f"or a glob such as {os.path.join(path, '*.txt')!r}")
             if not os.path.isfile(path):
                 raise CorpusError(f"Corpus file not found: {path}")
             paths.append(path)

@@ -22,11 +22,10 @@ import torch
 
 from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
-from ..bilm.options import read_options
 from ..bilm.lstm import FORGET_BIAS
+from ..bilm.options import read_options
 from ..bilm.weights import from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
 from .lm import LanguageModel
-
 
 TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
 INTERNAL_TO_TORCH = (0, 1, 3, 2)  # the permutation is its own inverse
@@ -148,7 +147,8 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     lm_head.hdf5 / options.json that do not belong together; ValueError if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`).
     """
-    paths = {name: os.path.join(directory, name) for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
+    paths = {name: os.path.join(directory, name)
+             for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
     for path in paths.values():
         if not os.path.isfile(path):
             raise FileNotFoundError(

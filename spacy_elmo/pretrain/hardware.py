@@ -22,6 +22,9 @@ from typing import Tuple
 
 import torch
 
+# shared with inference (BiLM(precision=...)); bilm/ must not import from pretrain/
+from ..bilm.precision import cpu_bf16_capability, cpu_name  # noqa: F401 (re-exported)
+
 PRECISIONS = ("auto", "float32", "bfloat16")
 
 
@@ -41,29 +44,6 @@ def resolve_device(name: str) -> torch.device:
     elif device.type != "cpu":
         raise ValueError(f"{where}: only 'cpu' and 'cuda' devices are supported")
     return device
-
-
-def cpu_name() -> str:
-    """The CPU's model name (/proc/cpuinfo), for meta.json and benchmarks."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
-def cpu_bf16_capability() -> str:
-    """'amx_bf16', 'avx512_bf16' or '' (none) for this CPU, as torch reports it."""
-    caps = torch.cpu.get_capabilities() if hasattr(torch.cpu, "get_capabilities") else {}
-    for name in ("amx_bf16", "avx512_bf16"):
-        if caps.get(name):
-            return name
-    return ""
 
 
 def resolve_precision(requested: str, device: str = "cpu") -> Tuple[torch.dtype, str]:

@@ -13,8 +13,9 @@ parameters under the same names either way (checkpoints are interchangeable):
 
 - ``"fused"`` (default): :class:`.recurrent.ProjectedLSTM`, both directions of a layer in one pass,
   hand-written backward, matrix products in ``gemm_dtype`` (float32, or bfloat16 on CPUs that
-  have it; see :func:`.hardware.resolve_precision`), element-wise steps fused by torch.compile
-  when ``compile`` is true;
+  have it; see :func:`.hardware.resolve_precision`); with ``compile`` true the recurrences run as
+  native C++ ops (:mod:`.native`), else with element-wise steps fused by torch.compile, else eager
+  (:func:`.recurrent.recurrence`);
 - ``"torch"``: ``torch.nn.LSTM(proj_size=...)``, the trainer of the first release (float32).
 """
 import warnings
@@ -26,7 +27,8 @@ from torch.nn import functional as F
 
 from ..bilm.char_cnn import CharCNN
 from ..bilm.chars import MAX_CHARS, N_CHARACTERS
-from .recurrent import ProjectedLSTM, compiled_cells, run_layers
+from .recurrent import NativeRecurrence, ProjectedLSTM, recurrence, run_layers
+from .token_encoder import encode_types
 
 LSTM_IMPLS = ("fused", "torch")
 
@@ -51,11 +53,78 @@ def adaptive_nll(softmax: nn.AdaptiveLogSoftmaxWithLoss, x: torch.Tensor, target
     return nll + F.cross_entropy(softmax.head(x).float(), head_target, reduction="none")
 
 
+# Rows per chunk of the fused loss: about this many logits at a time (2 MB in bfloat16), so that a
+# chunk's logits stay in cache between its product, its cross-entropy and its two gradient products.
+FUSED_LOSS_LOGITS = 1 << 20
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """``scale * sum_n nll_n`` and ``nll`` (M,) float32 (not differentiable), where
+    nll_n = -log softmax(h_n W^T)[target_n], computed chunk by chunk of rows with the native
+    ``cross_entropy_rows`` op (:mod:`.native`): per chunk one product for the logits (in ``dtype``,
+    as autocast runs it), one pass for the cross-entropy that overwrites them with their gradient
+    ``scale * (softmax - onehot)``, rounded once to ``dtype`` (what autocast's backward feeds its
+    products), and two products for the gradients of h and W, which are kept for backward
+    (which only scales them). The (M, V) logits are never stored whole nor in float32.
+
+    forward(h (M, K), weight (V, K) float32, target (M,) int64, dtype, scale, want_grad, ops)."""
+
+    @staticmethod
+    def forward(ctx, h, weight, target, dtype, scale, want_grad, ops):
+        M, K = h.shape
+        w = weight.to(dtype)
+        chunk = max(16, FUSED_LOSS_LOGITS // weight.shape[0])
+        nll = h.new_empty(M, dtype=torch.float32)
+        d_h = torch.empty_like(h) if want_grad else None
+        d_w = torch.zeros_like(weight) if want_grad else None
+        for start in range(0, M, chunk):
+            h_c = h[start: start + chunk].to(dtype)
+            logits = torch.mm(h_c, w.t())
+            nll[start: start + chunk] = ops.cross_entropy_rows(logits, target[start: start + chunk], scale, want_grad)
+            if want_grad:  # logits now hold their gradient
+                d_h[start: start + chunk] = torch.mm(logits, w)
+                d_w += torch.mm(logits.t(), h_c)
+        ctx.save_for_backward(d_h, d_w)
+        ctx.mark_non_differentiable(nll)
+        return nll.sum() * scale, nll
+
+    @staticmethod
+    def backward(ctx, d_loss, d_nll):
+        d_h, d_w = ctx.saved_tensors
+        return d_h * d_loss.to(d_h.dtype), d_w * d_loss, None, None, None, None, None
+
+
+def fused_adaptive_nll(softmax: nn.AdaptiveLogSoftmaxWithLoss, x: torch.Tensor, target: torch.Tensor,
+                       dtype: torch.dtype, ops):
+    """(mean NLL, differentiable; NLL per row (N,) float32, detached) under an adaptive softmax
+    without head bias: the function of :func:`adaptive_nll` (products in ``dtype``, as under
+    autocast), with each cluster's last linear layer and cross-entropy fused
+    (:class:`_LinearCrossEntropy`). x (N, in_features) float32, N > 0; ops: the native ops."""
+    want_grad = torch.is_grad_enabled()
+    scale = 1.0 / target.shape[0]
+    head_target = target.clone()
+    nll = torch.zeros(target.shape[0], device=x.device)
+    losses = []
+    for i, tail in enumerate(softmax.tail):
+        low, high = softmax.cutoffs[i], softmax.cutoffs[i + 1]
+        rows = ((target >= low) & (target < high)).nonzero().squeeze(1)
+        if rows.numel():
+            head_target[rows] = softmax.shortlist_size + i
+            z = F.linear(x[rows].to(dtype), tail[0].weight.to(dtype))  # the cluster's projection
+            loss, tail_nll = _LinearCrossEntropy.apply(z, tail[1].weight, target[rows] - low, dtype, scale,
+                                                       want_grad, ops)
+            losses.append(loss)
+            nll.index_add_(0, rows, tail_nll)
+    loss, head_nll = _LinearCrossEntropy.apply(x, softmax.head.weight, head_target, dtype, scale, want_grad, ops)
+    return sum(losses, loss), nll + head_nll
+
+
 class LanguageModel(nn.Module):
     """The training biLM. model_cfg: the [model] section; softmax_cfg: [softmax]; vocab_size: rows
     of the softmax. lstm_impl: "fused" or "torch" (see the module docstring); gemm_dtype:
-    torch.float32 or torch.bfloat16 for the fused LSTM's products; compile: fuse its element-wise
-    steps with torch.compile (falls back to eager where unavailable). Raises ValueError for an
+    torch.float32 or torch.bfloat16 for the fused LSTM's products; compile: run its recurrences as
+    native ops, else with torch.compile'd steps (falls back to eager where neither is available:
+    :func:`.recurrent.recurrence`). Raises ValueError for an
     unknown lstm_impl, or bfloat16 with "torch"."""
 
     def __init__(self, model_cfg: dict, softmax_cfg: dict, vocab_size: int, lstm_impl: str = "fused",
@@ -84,7 +153,8 @@ class LanguageModel(nn.Module):
             if lstm_impl == "torch":
                 return nn.LSTM(P, C, proj_size=P, batch_first=True)
             lstm = ProjectedLSTM(P, C, P, gemm_dtype)
-            lstm.cells = (compile and compiled_cells(gemm_dtype)) or lstm.cells
+            if compile:
+                lstm.cells = recurrence(gemm_dtype)
             return lstm
 
         self.forward_lstms = nn.ModuleList(make_lstm() for _ in range(self.n_layers))
@@ -94,6 +164,11 @@ class LanguageModel(nn.Module):
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(
             P, vocab_size, cutoffs=cutoffs, div_value=float(softmax_cfg["div_value"])
         )
+        # the native ops (:mod:`.native`) where the LSTMs run on them, else None: then the char CNN's
+        # convolutions (in training) and the softmax's loss run on them too (encode_types,
+        # fused_adaptive_nll)
+        cells = self.forward_lstms[0].cells if lstm_impl == "fused" else None
+        self.native_ops = cells.ops if isinstance(cells, NativeRecurrence) else None
 
     def options(self) -> dict:
         """options.json of the exported biLM (bilm-tf layout)."""
@@ -158,8 +233,14 @@ class LanguageModel(nn.Module):
         Returns {"loss": mean NLL over both directions, "fwd_nll": sum, "bwd_nll": sum,
         "fwd_count": n, "bwd_count": n} (nats).
         """
+        native = self.native_ops if char_ids.device.type == "cpu" else None
         with self._autocast():
-            types = self.char_cnn(char_ids).float()
+            if native is not None and torch.is_grad_enabled():
+                # convolutions in float32 (with bfloat16 ones, the max's winner is often a near-tie's
+                # wrong one: measured 13% vs 1.7% gradient error); highway and projection autocast
+                types = encode_types(self.char_cnn, char_ids, torch.float32, native).float()
+            else:
+                types = self.char_cnn(char_ids).float()
         types = torch.cat([types, types.new_zeros(1, types.shape[1])])
         pad = types.shape[0] - 1
         x_f = types[torch.where(fwd_inputs >= 0, fwd_inputs, pad)]
@@ -169,10 +250,15 @@ class LanguageModel(nn.Module):
         outs = [h_f[mask_f], h_b[mask_b]]
         targets = [fwd_targets[mask_f], bwd_targets[mask_b]]
         n_fwd = targets[0].shape[0]
-        with self._autocast():
-            nll = adaptive_nll(self.softmax, torch.cat(outs), torch.cat(targets))
+        x, target = torch.cat(outs), torch.cat(targets)
+        if native is not None and target.shape[0]:
+            loss, nll = fused_adaptive_nll(self.softmax, x, target, self.gemm_dtype, native)
+        else:
+            with self._autocast():
+                nll = adaptive_nll(self.softmax, x, target)
+            loss = nll.mean()
         return {
-            "loss": nll.mean(),
+            "loss": loss,
             "fwd_nll": nll[:n_fwd].sum().detach(),
             "bwd_nll": nll[n_fwd:].sum().detach(),
             "fwd_count": n_fwd,

@@ -5,11 +5,12 @@ import torch
 
 from ..bilm.pretrained import resolve
 from .corpus import map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
-from .export import load_model
 from .evaluation import evaluate
+from .export import load_model
 
 
-def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50, threads: Optional[int] = None) -> Dict[str, float]:
+def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50,
+               threads: Optional[int] = None) -> Dict[str, float]:
     """{"perplexity": mean of both directions, "forward", "backward", "tokens"} on text_path.
 
     "tokens" counts predictions per direction (words plus one sentence end per sentence).

@@ -20,7 +20,7 @@ import torch
 from ..bilm.errors import ElmoWeightsError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
-from .checkpoint import CHECKPOINT
+from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
 from .config import load_config
 from .corpus import build_vocab, map_types_to_words, type_char_ids
 from .corpus_cache import prepare_corpus
@@ -28,7 +28,8 @@ from .evaluation import evaluate, to_device
 from .export import load_model, write_model
 from .hardware import cpu_name, resolve_device, resolve_precision
 from .lm import LanguageModel
-from .recurrent import cell_forward
+from .memory import keep_freed_memory
+from .recurrent import cells_kind
 from .widen import widened_state_dict, width_change
 
 __all__ = ["pretrain", "lr_factor", "make_lm", "evaluate", "prepare_corpus", "CHECKPOINT"]
@@ -48,11 +49,17 @@ def lr_factor(step: int, warmup: int, max_steps: int, final: float, decay_steps:
     """
     if warmup and step < warmup:
         return (step + 1) / warmup
-    decay_start = max(warmup, max_steps - decay_steps) if decay_steps else warmup
+    decay_start = decay_start_step(warmup, max_steps, decay_steps)
     if max_steps <= decay_start:
         return 1.0
     frac = min(1.0, max(0.0, (step - decay_start) / max(1, max_steps - decay_start)))
     return 1.0 - (1.0 - final) * frac
+
+
+def decay_start_step(warmup: int, max_steps: int, decay_steps: int) -> int:
+    """The last step at full learning rate: optimizer step ``decay_start_step`` still runs at
+    factor 1, the next ones decay (see :func:`lr_factor`)."""
+    return max(warmup, max_steps - decay_steps) if decay_steps else warmup
 
 
 def _load_init_from(init_from: str):
@@ -96,18 +103,20 @@ def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
     compile_cells = bool(t_cfg.get("compile", False)) and impl == "fused" and device.type == "cpu"
     lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), vocab_size, lstm_impl=impl, gemm_dtype=dtype,
                        compile=compile_cells).to(device)
-    compiled = compile_cells and lm.forward_lstms[0].cells[0] is not cell_forward
+    cells = cells_kind(lm.forward_lstms[0].cells) if impl == "fused" else "torch"
     path = {"device": str(device), "lstm_impl": impl, "precision": str(dtype).replace("torch.", ""),
-            "precision_reason": reason, "compiled_cells": bool(compiled), "cpu": cpu_name(),
-            "threads": torch.get_num_threads()}
+            "precision_reason": reason, "compiled_cells": cells in ("native", "inductor"), "cells": cells,
+            "cpu": cpu_name(), "threads": torch.get_num_threads()}
     if device.type == "cuda":
         path["gpu"] = torch.cuda.get_device_name(device)
     return lm, path
 
 
-def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool):
+def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool, from_stable: bool = False):
     """The run's config: OUT/config.cfg on --resume, else the given (or default) config file."""
-    ckpt_path = out / CHECKPOINT
+    if from_stable and not resume:
+        raise FileNotFoundError("--from-stable continues a run: pass it with --resume")
+    ckpt_path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
     if resume:
         if not ckpt_path.is_file():
             raise FileNotFoundError(f"--resume: no checkpoint at {ckpt_path}")
@@ -130,7 +139,8 @@ def _model_and_corpus(cfg, out: Path, resume: bool, progress: bool, ranks: distr
             if widened:
                 run_path["widened"] = widened  # recorded in meta.json training.commands[].path
             if ranks.is_main:
-                _log(f"Initialised from {init_from}" + (f", widened {widened} (same function at step 0)" if widened else ""))
+                _log(f"Initialised from {init_from}"
+                     + (f", widened {widened} (same function at step 0)" if widened else ""))
         del source_lm
     if ranks.is_main:
         corpus = prepare_corpus(cfg, out, progress)
@@ -141,7 +151,8 @@ def _model_and_corpus(cfg, out: Path, resume: bool, progress: bool, ranks: distr
         corpus["type_to_word"] = map_types_to_words(corpus["types"], words)
     else:
         v = cfg["vocab"]
-        words, corpus["type_to_word"] = build_vocab(corpus["types"], corpus["train"], int(v["size"]), int(v["min_count"]))
+        words, corpus["type_to_word"] = build_vocab(corpus["types"], corpus["train"], int(v["size"]),
+                                                    int(v["min_count"]))
         lm, run_path = make_lm(cfg, len(words))
     corpus["char_table"] = type_char_ids(corpus["types"])
     return lm, words, corpus, run_path
@@ -155,6 +166,7 @@ def pretrain(
     progress: bool = True,
     command: Optional[List[str]] = None,
     stop_after: Optional[int] = None,
+    from_stable: bool = False,
 ) -> dict:
     """Train a biLM; returns the final meta dict. Writes into output_dir:
     ``config.cfg``, ``corpus/`` (tokenised cache), ``checkpoint.pt`` (for --resume) and ``model/``
@@ -162,22 +174,29 @@ def pretrain(
 
     ``stop_after`` ends the run after that many steps as an interruption would (checkpoint, no final
     evaluation), without changing the learning-rate schedule; ``resume`` then continues exactly.
+    With ``decay_steps`` set, the state at the last full-rate step is also kept as
+    ``checkpoint-stable.pt``; ``resume`` with ``from_stable`` continues from there with a larger
+    ``max_steps``: the stable phase goes on and a later decay replaces this one (one schedule,
+    no second warm-up).
     Under ``torchrun`` the ranks share each step (:mod:`.distributed`); only rank 0 writes files.
 
     Raises FileExistsError if output_dir has a checkpoint and resume is False; FileNotFoundError if
-    resume is True and there is none; ValueError naming the key for an unknown or mistyped setting
-    (see :func:`.config.load_config`). A ``[training] init_from`` that is not a usable model
-    directory raises (before the corpus is tokenised) FileNotFoundError or ElmoWeightsError (a
-    ValueError) naming ``[training] init_from``, or ValueError if its architecture differs from
-    the config (other than a wider projection or more cells: see :mod:`.widen`).
+    resume is True and there is none (or ``from_stable`` without ``resume``); ValueError naming
+    the key for an unknown or mistyped setting (see :func:`.config.load_config`), or for a
+    ``from_stable`` schedule that would decay before the stable checkpoint's step. A ``[training]
+    init_from`` that is not a usable model directory raises (before the corpus is tokenised)
+    FileNotFoundError or ElmoWeightsError (a ValueError) naming ``[training] init_from``, or
+    ValueError if its architecture differs from the config (other than a wider projection or more
+    cells: see :mod:`.widen`).
     """
     out = Path(output_dir)
-    cfg = _run_config(out, config_path, overrides, resume)
+    cfg = _run_config(out, config_path, overrides, resume, from_stable)
     t_cfg = cfg["training"]
     resolve_device(str(t_cfg.get("device", "cpu")))  # an unavailable device fails before any work
     ranks = distributed.setup(str(t_cfg.get("device", "cpu")))
     try:
-        meta = _pretrain(out, cfg, ranks, resume, progress and ranks.is_main, command, stop_after)
+        with keep_freed_memory():  # no page faults for each step's large tensors (see .memory)
+            meta = _pretrain(out, cfg, ranks, resume, progress and ranks.is_main, command, stop_after, from_stable)
     except BaseException:
         if ranks.world > 1:
             torch.distributed.destroy_process_group()
@@ -186,7 +205,7 @@ def pretrain(
     return meta
 
 
-def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after) -> dict:
+def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from_stable=False) -> dict:
     t_cfg = cfg["training"]
     if int(t_cfg.get("threads", 0)):
         torch.set_num_threads(int(t_cfg["threads"]))
@@ -208,14 +227,28 @@ def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after) -> d
     )
     state = checkpoint.new_state()
     if resume:
-        state = checkpoint.load(out / CHECKPOINT, lm, optimizer, sched, restore_rng=ranks.is_main)
+        path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
+        state = checkpoint.load(path, lm, optimizer, sched, restore_rng=ranks.is_main)
+        if from_stable:
+            _check_extends_stable_phase(t_cfg, state["step"])
         if ranks.is_main:
-            _log(f"Resumed from {out / CHECKPOINT} at step {state['step']:,} ({state['tokens']:,} tokens)")
+            _log(f"Resumed from {path} at step {state['step']:,} ({state['tokens']:,} tokens)")
     run_path["ranks"] = ranks.world
     state["commands"].append({"command": command or [], "at_step": state["step"], "threads": torch.get_num_threads(),
                               "path": run_path})
     run = _Run(out, cfg, lm, distributed.wrap(lm, ranks), optimizer, sched, state, corpus, words, ranks)
     return _train_loop(run, progress, stop_after)
+
+
+def _check_extends_stable_phase(t_cfg, step: int) -> None:
+    """A stable checkpoint continues only into a schedule whose decay starts at or after it."""
+    start = decay_start_step(int(t_cfg.get("warmup_steps", 0)), int(t_cfg["max_steps"]),
+                             int(t_cfg.get("decay_steps", 0)))
+    if not int(t_cfg.get("decay_steps", 0)) or start < step:
+        raise ValueError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] max_steps = "
+                         f"{int(t_cfg['max_steps']):,} with decay_steps = {int(t_cfg.get('decay_steps', 0)):,} starts "
+                         f"the decay at step {start:,}: raise max_steps to at least "
+                         f"{step + int(t_cfg.get('decay_steps', 0)):,}")
 
 
 class _Run:
@@ -259,6 +292,16 @@ class _Run:
     def evaluate(self, max_tokens: int) -> dict:
         c = self.corpus
         return evaluate(self.lm, c["heldout"], c["char_table"], c["type_to_word"], max_tokens, self.tpb)
+
+    def keep_stable(self) -> None:
+        """At the last full-rate step of a schedule with decay_steps: keep the state as
+        checkpoint-stable.pt (--resume --from-stable continues the stable phase from it)."""
+        t_cfg = self.cfg["training"]
+        decay_steps = int(t_cfg.get("decay_steps", 0))
+        start = decay_start_step(int(t_cfg.get("warmup_steps", 0)), int(t_cfg["max_steps"]), decay_steps)
+        if self.ranks.is_main and decay_steps and self.state["step"] == start < int(t_cfg["max_steps"]):
+            checkpoint.save(self.out / STABLE_CHECKPOINT, self.lm, self.optimizer, self.sched, self.state)
+            _log(f"\nstep {start:,}: the decay begins; stable-phase state kept as {self.out / STABLE_CHECKPOINT}")
 
     def checkpoint(self, final_eval: Optional[dict] = None) -> None:
         if not self.ranks.is_main:
@@ -325,6 +368,7 @@ def _train_loop(run: _Run, progress: bool, stop_after: Optional[int]) -> dict:
                         bar.close()
                     run.checkpoint()
                     return run.meta()
+                run.keep_stable()
                 group = batches[state["batch"]: state["batch"] + per_step]
                 n_tok, nll, dt = run.step(group[ranks.rank * per_rank: (ranks.rank + 1) * per_rank])
                 state["step"] += 1

@@ -35,7 +35,8 @@ def width_change(source: LanguageModel, target: LanguageModel) -> Dict[str, list
     Raises ValueError if a dim shrinks or anything other than those two differs."""
     if (source.n_layers, source.use_skip_connections) != (target.n_layers, target.use_skip_connections):
         raise ValueError("n_layers and use_skip_connections must match to widen")
-    if source.char_cnn.filters != target.char_cnn.filters or len(source.char_cnn.highways) != len(target.char_cnn.highways):
+    if (source.char_cnn.filters != target.char_cnn.filters
+            or len(source.char_cnn.highways) != len(target.char_cnn.highways)):
         raise ValueError("the char CNN's filters and highway layers must match to widen")
     if source.softmax.n_classes != target.softmax.n_classes or source.softmax.cutoffs != target.softmax.cutoffs:
         raise ValueError("the softmax vocabulary and cutoffs must match to widen")

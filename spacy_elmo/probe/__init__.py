@@ -4,6 +4,7 @@
   [u * v, |u - v|];
 - :mod:`.wic`: WiC reading and the cosine-threshold score (also used by ``dev/wic.py``);
 - :mod:`.contextuality`: anisotropy, self-similarity, intra-sentence similarity (Ethayarajh 2019);
+- :mod:`.senses`: same-sense vs cross-sense cosines of a word's uses (``dev/contextual_probe.py``);
 - :mod:`.centering`: per-layer mean vectors from the pretraining text (does removing them help WiC?);
 - :mod:`.mixes`: the learned scalar mixes of trained pipelines;
 - :mod:`.run` (:func:`run_probe`), :mod:`.report` and :mod:`.plot`: run it all, write

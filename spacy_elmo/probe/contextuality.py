@@ -44,7 +44,8 @@ def anisotropy(unit: numpy.ndarray, sentence_of: numpy.ndarray, seed: int = 0, n
     return float((unit[a] * unit[b]).sum(-1).mean())
 
 
-def word_occurrences(words: Sequence[str], sentence_of: numpy.ndarray, min_contexts: int = MIN_CONTEXTS) -> List[numpy.ndarray]:
+def word_occurrences(words: Sequence[str], sentence_of: numpy.ndarray,
+                     min_contexts: int = MIN_CONTEXTS) -> List[numpy.ndarray]:
     """Token indices of each word type seen in at least ``min_contexts`` distinct sentences."""
     where: Dict[str, List[int]] = defaultdict(list)
     for i, word in enumerate(words):

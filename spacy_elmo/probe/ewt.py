@@ -38,6 +38,13 @@ def read_conllu(path) -> List[Sentence]:
     return sentences
 
 
+def read_words(path, limit: Optional[int] = None) -> List[List[str]]:
+    """The first ``limit`` sentences (all when None or 0) of a CoNLL-U file, each the list of its
+    syntactic words; see :func:`read_conllu`."""
+    sentences = read_conllu(path)
+    return [words for words, _ in (sentences[:limit] if limit else sentences)]
+
+
 def subset(items: list, limit: Optional[int], seed: int) -> list:
     """A seeded random subset of ``limit`` items in their original order (all of them when
     ``limit`` is None, 0 or at least ``len(items)``)."""

@@ -29,7 +29,8 @@ def _line(ax, result: dict, task: str, label: str, color: str, marker: str, dx: 
     ax.plot(xs[:-1], ys[:-1], marker=marker, color=color, label=label)
     ax.plot(xs[-1:], ys[-1:], marker=marker, color=color, linestyle="none")
     for x, y in zip(xs, ys):
-        ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(dx, 6), ha="center", fontsize=7, color=color)
+        ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(dx, 6), ha="center", fontsize=7,
+                    color=color)
 
 
 def _reference(ax, result: dict, key: str, label: str, color: str) -> None:
@@ -71,7 +72,8 @@ def _sense(ax, result: dict) -> None:
 
 def _mixes(ax, result: dict) -> None:
     L1 = result["model"]["num_layers"] + 1
-    rows = [(f"{pipe}: {comp}", mix["weights"]) for pipe, comps in result["mixes"].items() for comp, mix in comps.items()]
+    rows = [(f"{pipe}: {comp}", mix["weights"])
+            for pipe, comps in result["mixes"].items() for comp, mix in comps.items()]
     ax.set_title("(b) Learned layer weights of each trained component", fontsize=10, loc="left")
     ax.set_xlabel("biLM layer j")
     ax.set_ylabel("softmax weight s_j (sums to 1)")

@@ -37,8 +37,9 @@ def _verdict_lines(result: dict) -> List[str]:
     lines = []
     for task, (name, paper_better) in SPLIT_TASKS.items():
         sp = splits[task]
-        lines.append(f"- {name}: layer 1 {sp['layer_1']:.2f}, layer {top} {sp['layer_top']:.2f}; layer 1 - layer {top} = "
-                     f"{sp['difference']:+.2f} points (95% paired-bootstrap interval {sp['low']:+.2f} to {sp['high']:+.2f}); "
+        lines.append(f"- {name}: layer 1 {sp['layer_1']:.2f}, layer {top} {sp['layer_top']:.2f}; "
+                     f"layer 1 - layer {top} = {sp['difference']:+.2f} points "
+                     f"(95% paired-bootstrap interval {sp['low']:+.2f} to {sp['high']:+.2f}); "
                      f"paper: layer {1 if paper_better == '1' else 2} better: **{split_verdict(sp, paper_better)}**")
     return lines
 
@@ -56,7 +57,8 @@ def _centring_lines(result: dict) -> List[str]:
 def _probe_table(result: dict) -> List[str]:
     centred = (result.get("wic_cosine_centred") or {}).get("scores")
     ctx = result["contextuality"]
-    lines = ["| view | UPOS acc. (EWT dev) | WiC cosine (dev) | WiC cosine, mean removed | WiC LR [u*v, abs(u-v)] (dev) "
+    lines = ["| view | UPOS acc. (EWT dev) | WiC cosine (dev) | WiC cosine, mean removed "
+             "| WiC LR [u*v, abs(u-v)] (dev) "
              "| anisotropy | self-sim. | self-sim. - aniso. | intra-sent. | intra-sent. - aniso. |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for view in _layer_views(result):
@@ -67,7 +69,8 @@ def _probe_table(result: dict) -> List[str]:
                      f"| {c['self_similarity']:.3f} | {c['self_similarity_adjusted']:.3f} | {c['intra_sentence']:.3f} "
                      f"| {c['intra_sentence_adjusted']:.3f} |")
     ref = result["reference"]
-    lines.append(f"| Peters et al. 2018, layer 1 / 2 | {ref['upos']['layers']['1']} / {ref['upos']['layers']['2']} (PTB POS) "
+    lines.append(f"| Peters et al. 2018, layer 1 / 2 "
+                 f"| {ref['upos']['layers']['1']} / {ref['upos']['layers']['2']} (PTB POS) "
                  f"| - | - | {ref['wsd']['layers']['1']} / {ref['wsd']['layers']['2']} (WSD F1, not WiC) | | | | | |")
     return lines
 
@@ -81,7 +84,8 @@ def _mix_table(result: dict) -> List[str]:
              "|---|---|" + "---:|" * (n + 1)]
     for pipe, comps in mixes.items():
         for comp, mix in comps.items():
-            lines.append(f"| {pipe} | {comp} | " + " | ".join(f"{w:.3f}" for w in mix["weights"]) + f" | {mix['gamma']:.3f} |")
+            weights = " | ".join(f"{w:.3f}" for w in mix["weights"])
+            lines.append(f"| {pipe} | {comp} | {weights} | {mix['gamma']:.3f} |")
     return lines
 
 
@@ -92,7 +96,8 @@ def markdown(result: dict) -> str:
     centred = result.get("wic_cosine_centred")
     lines = [f"# Layer probe: {name} ({m['num_layers']} biLSTM layers, {m['dim']} dims per layer)", "",
              *_probe_table(result), "", "Does the split of Peters et al. (2018) show (layer 1 vs top layer, dev)?",
-             *_verdict_lines(result), *_centring_lines(result), "", "Learned scalar mixes (softmax weights s_j, gamma):", "", *_mix_table(result), "",
+             *_verdict_lines(result), *_centring_lines(result), "",
+             "Learned scalar mixes (softmax weights s_j, gamma):", "", *_mix_table(result), "",
              f"Data: UPOS probe trained on {sz['ewt']['train_sentences']:,} EWT train sentences "
              f"({sz['ewt']['train_tokens']:,} tokens, seed {result['settings']['seed']}), scored on "
              f"{sz['ewt']['dev_sentences']:,} dev sentences ({sz['ewt']['dev_tokens']:,} tokens); WiC "
@@ -101,7 +106,8 @@ def markdown(result: dict) -> str:
              f"{result['contextuality']['0']['words']} words in >= 5 sentences)"
              + (f"; layer means from {centred['means_from']}." if centred else "."),
              f"Time: {t['total']:.0f} s in all ({', '.join(f'{k} {v:.0f} s' for k, v in t.items() if k != 'total')}); "
-             f"torch threads {result['environment']['torch_threads']}, usable CPUs {result['environment']['cpus_usable']}."]
+             f"torch threads {result['environment']['torch_threads']}, "
+             f"usable CPUs {result['environment']['cpus_usable']}."]
     return "\n".join(lines) + "\n"
 
 

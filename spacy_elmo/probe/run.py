@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
+from ..shared_data import ewt_path, lm_text_glob, wic_dir
 from . import centering, ewt, linear, stats, wic
 from .contextuality import contextuality
 from .embed import embed_tokens
 from .mixes import pipeline_mixes
-from .paths import ewt_path, lm_text_glob, wic_dir
 
 # Peters et al. 2018, Tables 5 and 6: per-layer probes of the 2-layer biLM (layer 1 vs layer 2).
 REFERENCE = {
@@ -115,9 +115,11 @@ def _centred(bilm, s: ProbeSettings, timer: _Timer, data: tuple, plain: dict) ->
     sentences = centering.lm_sample(pattern, s.center_sentences)
     with timer("embed_lm_text"):
         means = centering.layer_means(bilm, sentences, s.batch_size, s.progress)
-    scores = wic.threshold_scores(wic.vector_cosines(train_v, means), train_gold, wic.vector_cosines(dev_v, means), dev_gold)
+    scores = wic.threshold_scores(wic.vector_cosines(train_v, means), train_gold,
+                                  wic.vector_cosines(dev_v, means), dev_gold)
     n_tokens = sum(len(t) for t in sentences)
-    vs_plain = {view: stats.paired_difference(scores[view]["correct"], plain[view]["correct"], s.seed) for view in scores}
+    vs_plain = {view: stats.paired_difference(scores[view]["correct"], plain[view]["correct"], s.seed)
+                for view in scores}
     return {"scores": scores, "vs_plain": vs_plain, "means_from": centering.describe(pattern, len(sentences), n_tokens)}
 
 
@@ -134,7 +136,7 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
     timer = _Timer()
     t0 = time.perf_counter()
     model = model if model or options_path else DEFAULT_MODEL
-    bilm = load_bilm(model, options_path, weights_path, where="probe")
+    bilm = load_bilm(model, options_path, weights_path, where="probe", name_key="model")
     upos, upos_sizes, dev, dev_vecs = _upos(bilm, s, timer)
     ctx, ctx_sizes = _contextuality(dev, dev_vecs, s, timer)
     del dev_vecs

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from .paths import wic_dir as _default_wic_dir
+from ..shared_data import wic_dir as _default_wic_dir
 from .views import views
 
 Pair = Tuple[List[str], int, List[str], int]

@@ -12,9 +12,8 @@ import os
 import time
 from typing import Dict, List, Optional
 
-from ..embed.run import EmbedError, plan, plan_model, read_groups
-from . import manifest as _manifest
-from . import shards
+from ..embed.run import EmbedError, count_group, plan, plan_model, read_groups
+from . import manifest as _manifest, shards
 from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_modules
 
 
@@ -169,10 +168,7 @@ def _group_rows(groups, done: List[Dict], summary: Dict) -> List[Dict]:
     have = {(e["first"], e["last"]) for e in done}
     rows = []
     for group in groups:
-        first, last = group[0].index, group[-1].index
-        n_tokens = sum(len(r.tokens) for r in group)
-        summary["sentences"] += len(group)
-        summary["tokens"] += n_tokens
+        first, last, _ = count_group(group, summary)
         if (first, last) not in have:
             rows.append({"first": first, "last": last, "texts": [r.text for r in group],
                          "tokens": [r.tokens for r in group]})

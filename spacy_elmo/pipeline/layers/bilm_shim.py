@@ -13,8 +13,6 @@ from thinc.util import get_torch_default_device
 
 from .. import threads
 
-threads.register()
-
 
 def serialize_bilm(bilm) -> bytes:
     if bilm is None:
@@ -37,6 +35,7 @@ class BiLMShim(PyTorchShim):
     """PyTorchShim whose model may be None until loaded."""
 
     def __init__(self, bilm=None):
+        threads.register()  # forked children (nlp.pipe(n_process=k)) run torch with one thread; idempotent
         super().__init__(bilm, serialize_model=serialize_bilm, deserialize_model=deserialize_bilm)
 
     @property
@@ -53,6 +52,7 @@ class BiLMShim(PyTorchShim):
         return state
 
     def __setstate__(self, state):
+        threads.register()  # an unpickled pipeline may fork too
         data = state.pop("_model")
         self.__dict__.update(state)
         self._model = deserialize_bilm(None, data, get_torch_default_device())

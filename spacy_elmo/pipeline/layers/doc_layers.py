@@ -9,16 +9,18 @@ from thinc.types import Floats3d
 from ..segments import doc_segments
 
 
-def DocLayers(bilm_layer: Model, max_tokens: int = 128, *, where: str = "spacy_elmo") -> Model[List[Doc], List[Floats3d]]:
+def DocLayers(bilm_layer: Model, window_tokens: int = 128, *, where: str = "spacy_elmo",
+              key: str = "window_tokens") -> Model[List[Doc], List[Floats3d]]:
     """Model[List[Doc], List[Floats3d]]: one float32 array (num_layers + 1, len(doc), dim) per Doc,
     on the current device; zero rows for whitespace tokens; (num_layers + 1, 0, dim) for an empty
     Doc. Backprop maps the Docs' gradients back to the pieces (fine-tuning only).
-    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` names the config
-    section in errors. Raises ValueError if ``max_tokens`` < 1."""
-    if max_tokens < 1:
-        raise ValueError(f"{where} max_tokens must be >= 1, got {max_tokens}")
+    ``window_tokens``: the longest piece the biLM reads (see :mod:`..segments`).
+    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` and ``key`` name the
+    config section and key in errors. Raises ValueError if ``window_tokens`` < 1."""
+    if window_tokens < 1:
+        raise ValueError(f"{where} {key} must be >= 1, got {window_tokens}")
     return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], dims={"nL": None, "nO": None},
-                 attrs={"max_tokens": int(max_tokens)})
+                 attrs={"window_tokens": int(window_tokens)})
 
 
 def bilm_of(doc_layers: Model) -> Model:
@@ -35,7 +37,7 @@ def init(model: Model, X=None, Y=None) -> None:
 
 def forward(model: Model, docs: List[Doc], is_train: bool):
     bilm_layer = model.layers[0]
-    pieces = [doc_segments(doc, model.attrs["max_tokens"]) for doc in docs]
+    pieces = [doc_segments(doc, model.attrs["window_tokens"]) for doc in docs]
     sentences = [tuple(doc[int(i)].text for i in idx) for doc, idxs in zip(docs, pieces) for idx in idxs]
     outs, bp_bilm = bilm_layer(sentences, is_train)
     if not model.has_dim("nL"):
@@ -47,10 +49,14 @@ def forward(model: Model, docs: List[Doc], is_train: bool):
     outputs = []
     k = 0
     for doc, idxs in zip(docs, pieces):
-        arr = xp.zeros((nL, len(doc), dim), dtype="float32")
-        for idx in idxs:
-            arr[:, idx] = outs[k]
+        if len(idxs) == 1 and len(idxs[0]) == len(doc):  # one piece, every token: a plain copy
+            arr = outs[k].copy()  # never the biLM layer's array itself (a batch view or a cache entry)
             k += 1
+        else:
+            arr = xp.zeros((nL, len(doc), dim), dtype="float32")
+            for idx in idxs:
+                arr[:, idx] = outs[k]
+                k += 1
         outputs.append(arr)
 
     def backprop(d_outputs: List[Floats3d]) -> List:

@@ -1,0 +1,67 @@
+"""Helpers for the tests (importable as ``helpers``: pytest puts tests/ on sys.path).
+
+- :func:`write_tiny_model`: a seeded random biLM in the bilm-tf file layout, written by our own
+  writer (:meth:`spacy_elmo.bilm.BiLM.save`); the ``tiny_model`` fixture of conftest.py uses it.
+- :func:`load_script`: import a script of the repository (``dev/``, ``scripts/``) by its path.
+"""
+import importlib.util
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parent.parent
+
+# The bilm-tf reference model's shapes (shared/fixtures/elmo-reference/options.json): small enough
+# to run in milliseconds, with every part of the architecture (2 highways, 2 layers, skip
+# connections, clipping).
+TINY_OPTIONS = {
+    "lstm": {"cell_clip": 3, "use_skip_connections": True, "n_layers": 2, "proj_clip": 3,
+             "projection_dim": 16, "dim": 64},
+    "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16], [4, 32], [5, 64]],
+                 "n_highway": 2, "n_characters": 262, "max_characters_per_token": 50,
+                 "activation": "relu"},
+}
+TINY_SEED = 13
+# Every parameter ~ N(0, 0.2^2): layer values of order 0.5 (max ~2), like a trained model's and
+# below the clips (3). BiLM's own init (std 0.05, zero biases) gives biLSTM values near 0.01,
+# which would make the tolerances of the tests meaningless.
+TINY_STD = 0.2
+
+
+class ModelFiles(NamedTuple):
+    """A model directory and its two files (str paths)."""
+    directory: str
+    options_path: str
+    weights_path: str
+
+    @property
+    def config(self) -> dict:
+        """The ``[components.elmo]`` settings that load these files."""
+        return {"options_path": self.options_path, "weights_path": self.weights_path}
+
+
+def write_tiny_model(directory, seed: int = TINY_SEED, options: dict = TINY_OPTIONS) -> ModelFiles:
+    """Write options.json, weights.hdf5 and sha256.json of a random biLM into ``directory``.
+    The same seed gives the same files; torch's global random state is left alone."""
+    import torch
+
+    from spacy_elmo.bilm import BiLM
+
+    with torch.random.fork_rng(devices=[]):
+        bilm = BiLM(options)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in bilm.parameters():
+            param.copy_(torch.randn(param.shape, generator=generator) * TINY_STD)
+    bilm.save(directory)
+    directory = os.fspath(directory)
+    return ModelFiles(directory, os.path.join(directory, "options.json"), os.path.join(directory, "weights.hdf5"))
+
+
+def load_script(relative_path: str):
+    """Import the script at ``REPO / relative_path`` (e.g. "dev/wic.py") as a fresh module."""
+    path = REPO / relative_path
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
