@@ -6,20 +6,29 @@ is that of a realistic continued run), for the same number of training tokens:
 
 - ``torch``: the first release's trainer: ``torch.nn.LSTM(proj_size)``, float32, batches of 2,000
   tokens, learning rate 0.0015;
-- ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, torch.compile'd cells, batches of
-  ``--tokens-per-batch`` with the learning rate scaled by sqrt(batch ratio).
+- ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
+  where they build: ``pretrain/native.py``), batches of ``--tokens-per-batch`` with the learning
+  rate scaled by sqrt(batch ratio);
+- with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as
+  ``SPACY_ELMO_NATIVE=0``: torch.compile'd cells, autocast softmax and char CNN), the trainer
+  before them.
 
-Prints, per run: steady-state tokens/s (median over steps, first steps excluded: they include
-torch.compile), the training loss over the last quarter of the tokens, held-out perplexity after
-the same number of tokens, the achieved GFLOP/s (nominal FLOPs: 3x the forward products of the
-LSTMs, the char CNN over each batch's distinct tokens and the softmax head), and the machine's GEMM
-ceiling measured in the same process (float32, and bfloat16 where the CPU has it). Then the ratio.
+Prints, per run: steady-state tokens/s, by wall clock and by process CPU time (medians over
+steps, first steps excluded: they include compiling; CPU time counts all threads), the mean
+training loss (nats per prediction, both directions) over the last quarter of the tokens,
+held-out perplexity after the same number of tokens, the achieved GFLOP/s (nominal FLOPs: 3x the
+forward products of the LSTMs, the char CNN over each batch's distinct tokens and the softmax
+head; by wall clock, and per CPU-second x threads), and the machine's GEMM ceiling measured in
+the same process the same two ways (float32, and bfloat16 where the CPU has it). Then the
+ratios. ``--repeats N`` runs the trainers N times, alternating (for a shared machine), and
+reports the medians.
 
 Run with pretraining paused:  bash benchmarks/paused.sh python benchmarks/bench_pretrain.py
 """
 import argparse
 import json
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,7 +40,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain import train as train_mod  # noqa: E402
+from spacy_elmo.pretrain import recurrent as recurrent_mod, train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
 from spacy_elmo.shared_data import shared_dir  # noqa: E402
 
@@ -39,15 +48,19 @@ SHARED = shared_dir()
 MODEL = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
 
 
-def gemm_ceiling(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> float:
+def gemm_ceiling(dtype: torch.dtype, n: int = 2048, reps: int = 5) -> tuple:
+    """(GFLOP/s by wall clock, GFLOP per CPU-second x threads) of an n^3 product, best of reps: on
+    a shared machine the second is the one to compare with the trainers' tokens per CPU-second."""
     a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
     a @ b
-    times = []
+    walls, cpus = [], []
     for _ in range(reps):
-        t = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         a @ b
-        times.append(time.perf_counter() - t)
-    return 2 * n ** 3 / min(times) / 1e9
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    flop = 2 * n ** 3 / 1e9
+    return flop / min(walls), flop / min(cpus) * torch.get_num_threads()
 
 
 def flops_per_token(options: dict, batch_types_per_token: float, vocab_head: int) -> float:
@@ -65,39 +78,59 @@ def flops_per_token(options: dict, batch_types_per_token: float, vocab_head: int
     return 3 * (lstm_f + char_f + softmax_f)
 
 
-def run(name: str, out: Path, overrides: dict, n_tokens: int) -> dict:
-    """pretrain() for n_tokens, with per-step times captured from the training loop."""
-    step_times, types, tokens = [], [], []
-    original = train_mod.make_batch
+def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = True) -> dict:
+    """pretrain() for n_tokens, with each training step's wall and CPU time, tokens and loss
+    captured from the training loop. native False: without the native kernels."""
+    steps_seen, types, tokens = [], [], []
+    original_step, original_batch = train_mod._Run.step, train_mod.make_batch
 
-    def timed_make_batch(*args, **kwargs):  # marks step boundaries: one make_batch per training step
-        step_times.append(time.perf_counter())
-        batch = original(*args, **kwargs)
+    def timed_step(self, batch_ids):
+        wall, cpu = time.perf_counter(), time.process_time()
+        n_tok, nll, seconds = original_step(self, batch_ids)
+        steps_seen.append((time.perf_counter() - wall, time.process_time() - cpu, n_tok, nll))
+        return n_tok, nll, seconds
+
+    def counting_make_batch(*args, **kwargs):  # distinct types per batch, for the char CNN's FLOPs
+        batch = original_batch(*args, **kwargs)
         types.append(batch["char_ids"].shape[0])
         tokens.append(int((batch["fwd_targets"] >= 0).sum()))
         return batch
 
-    train_mod.make_batch = timed_make_batch
+    saved_native = dict(recurrent_mod._NATIVE)
+    if not native:
+        recurrent_mod._NATIVE["ops"] = None
+    train_mod._Run.step, train_mod.make_batch = timed_step, counting_make_batch
     try:
         meta = train_mod.pretrain(str(out), None, dict(overrides, **{"training.max_tokens": n_tokens}), progress=False)
     finally:
-        train_mod.make_batch = original
-    tpb = int(overrides["training.tokens_per_batch"])
+        train_mod._Run.step, train_mod.make_batch = original_step, original_batch
+        recurrent_mod._NATIVE.clear()
+        recurrent_mod._NATIVE.update(saved_native)
     steps = meta["training"]["steps"]
-    # make_batch is also called by the final evaluation: keep the training-step marks only
-    marks = step_times[: steps + 1]
-    durations = [b - a for a, b in zip(marks, marks[1:])][3:]
-    tokens_per_step = meta["training"]["tokens_seen"] / steps
+    timed = steps_seen[3:]  # the first steps compile (torch.compile) and warm the buffers
+    tail = steps_seen[len(steps_seen) * 3 // 4:]
     return {
         "name": name,
         "steps": steps,
         "tokens": meta["training"]["tokens_seen"],
-        "tokens_per_batch": tpb,
-        "tok_s": tokens_per_step / statistics.median(durations) if durations else float("nan"),
+        "tokens_per_batch": int(overrides["training.tokens_per_batch"]),
+        "tok_s": statistics.median(n / w for w, _, n, _ in timed) if timed else float("nan"),
+        "tok_cpu_s": statistics.median(n / c for _, c, n, _ in timed) if timed else float("nan"),
+        "train_loss": sum(nll for *_, nll in tail) / max(1, sum(2 * n for _, _, n, _ in tail)),
         "heldout_ppl": meta["heldout"]["perplexity"],
         "path": meta["training"]["commands"][-1]["path"],
         "types_per_token": sum(types[:steps]) / max(1, sum(tokens[:steps])),
     }
+
+
+def _median_runs(runs: list) -> dict:
+    """One result from repeated runs of a trainer: medians of the speeds (loss and perplexity are
+    the same in every repeat up to float rounding; the first run's are kept)."""
+    out = dict(runs[0])
+    for key in ("tok_s", "tok_cpu_s"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["repeats"] = len(runs)
+    return out
 
 
 def main():
@@ -107,7 +140,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lines", type=int, default=20_000, help="lines read from each corpus file")
     ap.add_argument("--init-from", default=str(MODEL), help="model directory both runs start from ('' = scratch)")
-    ap.add_argument("--only", choices=["torch", "fused"], help="run one trainer only")
+    ap.add_argument("--only", choices=["torch", "fused", "fused-prev"], help="run one trainer only")
+    ap.add_argument("--with-previous", action="store_true",
+                    help="also the fused trainer without the native kernels (the trainer before them)")
+    ap.add_argument("--repeats", type=int, default=1, help="runs per trainer, alternating; medians reported")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     base = {
@@ -121,36 +157,57 @@ def main():
         "training.init_from": args.init_from or None,
         "model.dropout": 0.0,
     }
+    fused = {"training.lstm_impl": "fused", "training.precision": "auto", "training.compile": True,
+             "training.tokens_per_batch": args.tokens_per_batch,
+             "training.learning_rate": 0.0015 * math.sqrt(args.tokens_per_batch / 2000)}
     runs = {
-        "torch": {"training.lstm_impl": "torch", "training.precision": "float32", "training.tokens_per_batch": 2000,
-                  "training.learning_rate": 0.0015},
-        "fused": {"training.lstm_impl": "fused", "training.precision": "auto", "training.compile": True,
-                  "training.tokens_per_batch": args.tokens_per_batch,
-                  "training.learning_rate": 0.0015 * math.sqrt(args.tokens_per_batch / 2000)},
+        "torch": ({"training.lstm_impl": "torch", "training.precision": "float32", "training.tokens_per_batch": 2000,
+                   "training.learning_rate": 0.0015}, True),
+        "fused": (fused, True),
     }
+    if args.with_previous or args.only == "fused-prev":
+        runs["fused-prev"] = (fused, False)
+    names = [n for n in runs if not args.only or n == args.only]
     ceilings = {"float32": gemm_ceiling(torch.float32)}
     if cpu_bf16_capability():
         ceilings["bfloat16"] = gemm_ceiling(torch.bfloat16)
-    results = []
+    by_name = {n: [] for n in names}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, extra in runs.items():
-            if not args.only or name == args.only:
-                results.append(run(name, Path(tmp) / name, dict(base, **extra), args.tokens))
+        corpus = None  # the first run's tokenised corpus (pretrain's cache), copied to the others
+        for repeat in range(args.repeats):
+            for name in names if repeat % 2 == 0 else names[::-1]:
+                extra, native = runs[name]
+                out = Path(tmp) / f"{name}-{repeat}"
+                if corpus is not None:
+                    shutil.copytree(corpus, out / "corpus")
+                by_name[name].append(run(name, out, dict(base, **extra), args.tokens, native))
+                corpus = corpus or out / "corpus"
+    results = [_median_runs(by_name[n]) for n in names]
     options = json.loads((MODEL / "options.json").read_text())
     print(f"CPU: {results[0]['path']['cpu']}; torch {torch.__version__}; {args.threads} threads; "
-          f"bf16 capability: {cpu_bf16_capability() or 'none'}")
-    print("GEMM ceiling (2048^3): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in ceilings.items()))
-    print(f"{'trainer':8} {'path':38} {'batch':>6} {'steps':>6} {'tokens':>9} {'tok/s':>8} {'GFLOP/s':>8} "
-          f"{'held-out ppl':>12}")
+          f"bf16 capability: {cpu_bf16_capability() or 'none'}; {args.repeats} run(s) per trainer")
+    print("GEMM ceiling (2048^3), GFLOP/s by wall clock / per CPU-second x threads: "
+          + ", ".join(f"{k} {wall:.0f} / {cpu:.0f}" for k, (wall, cpu) in ceilings.items()))
+    print(f"{'trainer':10} {'path':32} {'batch':>6} {'steps':>6} {'tokens':>9} {'tok/s':>8} {'tok/cpu-s':>9} "
+          f"{'GFLOP/s':>13} {'train loss':>10} {'held-out ppl':>12}")
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
         p = r["path"]
-        path = f"{p['lstm_impl']}/{p['precision']}/{'compiled' if p['compiled_cells'] else 'eager'}"
-        print(f"{r['name']:8} {path:38} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
-              f"{r['tok_s']:>8,.0f} {r['tok_s'] * fpt / 1e9:>8.0f} {r['heldout_ppl']:>12.2f}"
-              f"   ({fpt / 1e6:.1f} MFLOP/token, {r['types_per_token']:.2f} distinct types/token)")
-    if len(results) == 2:
-        print(f"ratio fused / torch tokens/s: {results[1]['tok_s'] / results[0]['tok_s']:.2f}x")
+        cells = p.get("cells", "compiled" if p["compiled_cells"] else "eager")
+        path = f"{p['lstm_impl']}/{p['precision']}/{cells}"
+        print(f"{r['name']:10} {path:32} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
+              f"{r['tok_s']:>8,.0f} {r['tok_cpu_s']:>9,.0f} "
+              f"{r['tok_s'] * fpt / 1e9:>6.0f} / {r['tok_cpu_s'] * args.threads * fpt / 1e9:<4.0f} "
+              f"{r['train_loss']:>10.4f} "
+              f"{r['heldout_ppl']:>12.2f}   ({fpt / 1e6:.1f} MFLOP/token, {r['types_per_token']:.2f} types/token)")
+    speed = {r["name"]: r for r in results}
+    for name in ("fused", "fused-prev"):
+        if name in speed and "torch" in speed:
+            print(f"ratio {name} / torch: {speed[name]['tok_s'] / speed['torch']['tok_s']:.2f}x tokens/s, "
+                  f"{speed[name]['tok_cpu_s'] / speed['torch']['tok_cpu_s']:.2f}x tokens per CPU-second")
+    if "fused" in speed and "fused-prev" in speed:
+        print(f"ratio fused / fused-prev: {speed['fused']['tok_s'] / speed['fused-prev']['tok_s']:.2f}x tokens/s, "
+              f"{speed['fused']['tok_cpu_s'] / speed['fused-prev']['tok_cpu_s']:.2f}x tokens per CPU-second")
 
 
 if __name__ == "__main__":

@@ -208,3 +208,130 @@ def test_stint_stops_like_an_interruption_and_resumes(corpus, tmp_path):  # noqa
     assert meta["training"]["steps"] == 0 and (tmp_path / "run" / "checkpoint.pt").is_file()
     meta = pretrain(str(tmp_path / "run"), resume=True, progress=False, overrides={"training.stop_after_minutes": 0})
     assert meta["training"]["steps"] == 6
+
+
+# -- the native ops (pretrain/native.py): recurrences, fused loss, char CNN -----------------------
+
+
+@pytest.fixture(scope="module")
+def native():
+    """The native ops (built once per machine, ~25 s; cached), or skip where they cannot be built."""
+    from spacy_elmo.pretrain.recurrent import native_recurrence
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ops = native_recurrence()
+    if ops is None:
+        pytest.skip("the native kernels cannot be built here (the trainer then runs compiled or eager cells)")
+    return ops
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("B,T", [(5, 9), (1, 1), (3, 2)])
+def test_native_recurrence_equals_the_python_loop(native, dtype, tol, B, T):
+    """Outputs and all gradients of a two-direction layer: native ops against the eager steps."""
+    (_, ours_f), (_, ours_b) = _pair(0), _pair(1)
+    xs = [torch.randn(B, T, P), torch.randn(B, T, P)]
+    ws = [torch.randn(B, T, P), torch.randn(B, T, P)]
+    results = []
+    for cells in ((cell_forward, cell_backward), native):
+        for m in (ours_f, ours_b):
+            m.cells, m.gemm_dtype = cells, dtype
+        leaves = [x.clone().requires_grad_(True) for x in xs]
+        outs = run_layers([ours_f, ours_b], leaves)
+        sum((o * w).sum() for o, w in zip(outs, ws)).backward()
+        results.append([o.detach() for o in outs] + [x.grad for x in leaves]
+                       + [p.grad.clone() for m in (ours_f, ours_b) for p in m.parameters()])
+        for m in (ours_f, ours_b):
+            m.zero_grad()
+    for got, want in zip(results[1], results[0]):
+        assert (got - want).abs().max() <= tol * want.abs().max()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_fused_loss_equals_adaptive_nll(native, dtype, tol):
+    """fused_adaptive_nll (chunked linear + cross-entropy, gradients computed in the forward pass)
+    against adaptive_nll under autocast: the loss, the per-row NLL and every gradient; chunks of
+    a few rows so that each cluster spans several."""
+    from spacy_elmo.pretrain import lm as lm_mod
+
+    torch.manual_seed(0)
+    softmax = nn.AdaptiveLogSoftmaxWithLoss(16, 300, cutoffs=[20, 80, 200], div_value=2.0)
+    x0, target = torch.randn(150, 16), torch.randint(0, 300, (150,))
+    target[:4] = torch.tensor([0, 299, 85, 21])
+    results = []
+    for fused in (False, True):
+        x = x0.clone().requires_grad_(True)
+        if fused:
+            old, lm_mod.FUSED_LOSS_LOGITS = lm_mod.FUSED_LOSS_LOGITS, 1000
+            try:
+                loss, nll = lm_mod.fused_adaptive_nll(softmax, x, target, dtype, native.ops)
+            finally:
+                lm_mod.FUSED_LOSS_LOGITS = old
+            assert not nll.requires_grad
+        else:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+                nll = adaptive_nll(softmax, x, target)
+            loss = nll.mean()
+        (2.0 * loss).backward()  # a gradient other than 1 reaches the fused function
+        results.append([loss.detach(), nll.detach(), x.grad] + [p.grad.clone() for p in softmax.parameters()])
+        softmax.zero_grad()
+    for got, want in zip(results[1], results[0]):
+        assert (got - want).abs().max() <= tol * want.abs().max()
+    with torch.no_grad():  # evaluation: the same NLL, no gradient work
+        loss, nll = lm_mod.fused_adaptive_nll(softmax, x0, target, dtype, native.ops)
+    assert (nll - results[0][1]).abs().max() <= tol * results[0][1].abs().max()
+
+
+@pytest.mark.slow
+def test_native_char_cnn_equals_char_cnn(native):
+    """encode_types (float32 products, gradients to each max's window) against CharCNN's autograd
+    path: the same outputs and gradients, over more types than one chunk."""
+    from spacy_elmo.bilm.char_cnn import CHUNK, CharCNN
+    from spacy_elmo.bilm.chars import MAX_CHARS
+    from spacy_elmo.pretrain.token_encoder import encode_types
+
+    torch.manual_seed(0)
+    cnn = CharCNN([[1, 4], [2, 8], [3, 8]], char_dim=4, n_highway=1, projection_dim=6)
+    n = CHUNK + 57
+    lengths = torch.randint(1, 20, (n,))
+    ids = torch.full((n, MAX_CHARS), 261)  # padding
+    ids[:, 0] = 259  # begin of word
+    for i, length in enumerate(lengths.tolist()):
+        ids[i, 1: 1 + length] = torch.randint(1, 256, (length,))
+        ids[i, 1 + length] = 260  # end of word
+    weight = torch.randn(n, 6)
+    results = []
+    for new in (False, True):
+        out = encode_types(cnn, ids, torch.float32, native.ops) if new else cnn(ids)
+        (out * weight).sum().backward()
+        results.append([out.detach()] + [p.grad.clone() for p in cnn.parameters()])
+        cnn.zero_grad()
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want, atol=1e-5 * float(want.abs().max()), rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exactly(corpus, tmp_path, native):  # noqa: F811
+    """compile = true (native recurrences, fused loss, native char CNN), float32: the parameters of
+    the nn.LSTM trainer after 12 steps (within float32 rounding), and a resumed run ends exactly
+    where an uninterrupted one does."""
+    steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
+    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus, **steps, **{"training.lstm_impl": "torch"}),
+             progress=False)
+    meta = pretrain(str(tmp_path / "native"), overrides=_overrides(corpus, **steps, **{"training.compile": True}),
+                    progress=False)
+    assert meta["training"]["commands"][-1]["path"]["cells"] == "native"
+    a = torch.load(tmp_path / "torch" / "checkpoint.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / "native" / "checkpoint.pt", weights_only=False)["model"]
+    assert list(a) == list(b)
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], atol=2e-5, rtol=1e-4, msg=key)
+    compiled = {**steps, "training.compile": True}
+    pretrain(str(tmp_path / "stopped"), overrides=_overrides(corpus, **compiled), progress=False, stop_after=5)
+    pretrain(str(tmp_path / "stopped"), resume=True, progress=False)
+    c = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=False)["model"]
+    for key in b:
+        assert torch.equal(b[key], c[key]), key
