@@ -26,15 +26,17 @@ def tagger(grad_factor=0.0):
                                   "grad_factor": grad_factor}}}
 
 
-def build(tiny_model, **elmo_config):
+def build(tiny_model, grad_factor=0.0, **elmo_config):
+    """(nlp, train examples, dev examples, Calls of its biLM counted from before initialize)."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo", config={**tiny_model.config, **elmo_config})
-    nlp.add_pipe("tagger", config=tagger())
+    nlp.add_pipe("tagger", config=tagger(grad_factor))
+    calls = Calls(nlp.get_pipe("elmo").bilm)
     train = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
     dev = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in DEV]
     nlp.initialize(lambda: train)
-    return nlp, train, dev
+    return nlp, train, dev, calls
 
 
 class Calls:
@@ -70,12 +72,10 @@ def train(nlp, examples, steps, optimizer=None):
 
 
 def test_evaluation_during_frozen_training_does_not_rerun_the_bilm(tiny_model, tmp_path):
-    nlp, train_egs, dev = build(tiny_model)
-    calls = Calls(nlp.get_pipe("elmo").bilm)
-    train(nlp, train_egs, 1)
-    assert calls.take() == len(TRAIN)
-    train(nlp, train_egs, 3)
-    assert calls.take() == 0  # the next epochs come from the cache
+    nlp, train_egs, dev, calls = build(tiny_model)
+    assert calls.take() == len(TRAIN)  # initialize filled the cache with the training sentences
+    train(nlp, train_egs, 4)
+    assert calls.take() == 0  # every epoch comes from the cache
     first = scores(nlp, dev)
     assert calls.take() == len(DEV)  # the dev sentences run once...
     second = scores(nlp, dev)
@@ -94,8 +94,7 @@ def test_evaluation_during_frozen_training_does_not_rerun_the_bilm(tiny_model, t
 
 
 def test_clear_cache_frees_it_and_stops_serving(tiny_model):
-    nlp, train_egs, dev = build(tiny_model)
-    calls = Calls(nlp.get_pipe("elmo").bilm)
+    nlp, train_egs, dev, calls = build(tiny_model)
     train(nlp, train_egs, 1)
     before = scores(nlp, dev)
     calls.take()
@@ -110,10 +109,24 @@ def test_clear_cache_frees_it_and_stops_serving(tiny_model):
     assert calls.take() == 0
 
 
-def test_prediction_before_any_training_stores_nothing(tiny_model):
-    nlp, _, dev = build(tiny_model)
+def test_warm_up_stops_when_full_and_training_computes_the_rest(tiny_model):
+    probe = LayersCache(1.0)
+    probe.store(("I", "like", "green", "eggs"), numpy.zeros((3, 4, 32), dtype="float32"))
+    nlp, train_egs, dev, calls = build(tiny_model, cache_mb=1.3 * probe.n_bytes / 2 ** 20)  # room for one
+    assert calls.take() == len(TRAIN)  # one call of all three sentences; one of them fits
+    train(nlp, train_egs, 2)
+    assert calls.take() == 2 * (len(TRAIN) - 1)  # the other two run in every epoch
+
+
+def test_no_warm_up_or_caching_without_frozen_listeners(tiny_model):
+    nlp, train_egs, dev, calls = build(tiny_model, grad_factor=0.5)
+    assert calls.take() == 0  # fine-tuning ahead: initialize runs no biLM
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config=tiny_model.config)
     calls = Calls(nlp.get_pipe("elmo").bilm)
-    for _ in range(2):
+    nlp.initialize(lambda: train_egs)
+    assert calls.take() == 0
+    for _ in range(2):  # no training in this process: prediction stores nothing
         list(nlp.pipe(t for t, _ in DEV))
         assert calls.take() == len(DEV)
 
@@ -121,7 +134,7 @@ def test_prediction_before_any_training_stores_nothing(tiny_model):
 def test_outputs_identical_with_and_without_cache(tiny_model):
     runs = {}
     for cache_mb in (0, 64):
-        nlp, train_egs, dev = build(tiny_model, cache_mb=cache_mb)
+        nlp, train_egs, dev, _ = build(tiny_model, cache_mb=cache_mb)
         losses = train(nlp, train_egs, 6)
         docs = [nlp(t) for t, _ in TRAIN + DEV]  # training and dev sentences, twice
         docs += [nlp(t) for t, _ in TRAIN + DEV]
@@ -133,8 +146,8 @@ def test_outputs_identical_with_and_without_cache(tiny_model):
 
 
 def test_float16_entries_round_hits_and_misses_alike(tiny_model):
-    exact, train_egs, _ = build(tiny_model, cache_mb=0)
-    half, _, _ = build(tiny_model, cache_dtype="float16")
+    exact, train_egs, _, _ = build(tiny_model, cache_mb=0)
+    half, _, _, _ = build(tiny_model, cache_dtype="float16")
     train(half, train_egs, 1)  # frozen training: the cache serves from here on
     for text in [t for t, _ in TRAIN + DEV] * 2:  # seen in training, new, then all again as hits
         ref = exact(text)._.elmo.layers
@@ -142,9 +155,8 @@ def test_float16_entries_round_hits_and_misses_alike(tiny_model):
 
 
 def test_fine_tuning_clears_the_cache_and_predicts_with_the_new_weights(tiny_model):
-    nlp, train_egs, dev = build(tiny_model)
+    nlp, train_egs, dev, calls = build(tiny_model)
     bilm = nlp.get_pipe("elmo").bilm
-    calls = Calls(bilm)
     optimizer = Adam(0.01)
     train(nlp, train_egs, 2, optimizer)
     nlp.evaluate(dev)
@@ -188,13 +200,11 @@ def test_budget_is_respected():
 
 def test_old_cache_size_key_still_loads(tiny_model, tmp_path):
     with pytest.warns(ElmoDeprecationWarning, match="cache_size = 0 is deprecated"):
-        nlp, train_egs, dev = build(tiny_model, cache_size=0)
-    calls = Calls(nlp.get_pipe("elmo").bilm)
+        nlp, train_egs, dev, calls = build(tiny_model, cache_size=0)
     train(nlp, train_egs, 2)
     assert calls.take() == 2 * len(TRAIN)  # 0 tokens: no cache, as before
     with pytest.warns(ElmoDeprecationWarning):
-        nlp, train_egs, dev = build(tiny_model, cache_size=1000)
-    calls = Calls(nlp.get_pipe("elmo").bilm)
+        nlp, train_egs, dev, calls = build(tiny_model, cache_size=1000)
     train(nlp, train_egs, 2)
     nlp.evaluate(dev)
     nlp.evaluate(dev)

@@ -335,3 +335,20 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
     c = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=False)["model"]
     for key in b:
         assert torch.equal(b[key], c[key]), key
+
+
+def test_native_kernels_can_be_turned_off(monkeypatch):
+    """SPACY_ELMO_NATIVE=0: no native ops, and the LSTMs fall back (here to the eager steps, as
+    where torch.compile fails too)."""
+    from spacy_elmo.pretrain import native as native_mod, recurrent as recurrent_mod
+
+    monkeypatch.setenv("SPACY_ELMO_NATIVE", "0")
+    monkeypatch.setattr(native_mod, "_LOADED", {})
+    monkeypatch.setattr(recurrent_mod, "_NATIVE", {})
+    monkeypatch.setattr(recurrent_mod, "_COMPILED", {torch.float32: None})  # as where torch.compile fails
+    assert native_mod.lstmp_ops() is None
+    assert recurrent_mod.recurrence(torch.float32) == (cell_forward, cell_backward)
+    cfg = {"char_dim": 4, "filters": [[1, 4]], "n_highway": 0, "activation": "relu", "lstm_dim": 8,
+           "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
+    lm = LanguageModel(cfg, {"cutoffs": [5], "div_value": 2.0}, 10, compile=True)
+    assert lm.native_ops is None and recurrent_mod.cells_kind(lm.forward_lstms[0].cells) == "eager"

@@ -7,7 +7,10 @@ dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passe
 
 - Keyed by the sentence's token strings (a tuple), so the same sentence in another Doc hits.
 - Filled by frozen training (``is_train`` and not fine-tuning: ``ElmoComponent.update``, or a
-  tagger's ``Elmo.v1`` tok2vec). From the first such call on it is *serving* (:attr:`serving`):
+  tagger's ``Elmo.v1`` tok2vec), and before it: ``ElmoComponent.initialize`` (so ``spacy
+  train``) runs the biLM over the training set in large length-sorted calls until the cache is
+  full (``ElmoComponent.warm_cache``), so the first epoch reads the cache too.
+  From the first such call on it is *serving* (:attr:`serving`):
   prediction (``nlp.pipe``, ``nlp.evaluate`` in ``spacy train``) reads and fills it too. A model
   that has not been trained in this process (``spacy.load``, ``spacy evaluate``, a new
   pipeline) never caches: prediction runs the biLM and stores nothing.
@@ -89,6 +92,7 @@ class LayersCache:
         self.n_tokens = 0
         self.hits = 0
         self.misses = 0
+        self.rejected = 0  # sentences that did not fit
         self.serving = False
 
     def __len__(self) -> int:
@@ -132,6 +136,8 @@ class LayersCache:
             self._data[key] = stored
             self.n_bytes += size
             self.n_tokens += int(value.shape[1])
+        elif key not in self._data:
+            self.rejected += 1
         return served
 
     def clear(self) -> None:
