@@ -221,7 +221,11 @@ def test_old_cache_size_key_still_loads(tiny_model, tmp_path):
 
 
 def test_cache_settings_are_checked(tiny_model):
-    with pytest.raises(ValueError, match=r"\[components.elmo\] cache dtype"):
+    with pytest.raises(ValueError, match=r"\[components.elmo\] cache_dtype must be one of"):
         build(tiny_model, cache_dtype="int8")
-    with pytest.raises(ValueError, match=r"\[components.elmo\] cache capacity"):
+    with pytest.raises(ValueError, match=r"\[components.elmo\] cache_mb must be a finite number >= 0"):
         build(tiny_model, cache_mb=-1)
+    # what a config file can still pass through spaCy's validation: nan, inf, a quoted number
+    for bad in (float("nan"), float("inf"), "1024"):
+        with pytest.raises(ValueError, match=r"cache_mb must be a finite number >= 0 \(MB\), got "):
+            LayersCache(bad)

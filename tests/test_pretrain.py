@@ -112,9 +112,13 @@ def test_resume_from_stable_extends_the_stable_phase(corpus, tmp_path):
     stable = torch.load(tmp_path / "short" / "checkpoint-stable.pt", weights_only=False)
     assert stable["state"]["step"] == 6  # 14 - 8: the last step at the full rate
     assert stable["scheduler"]["_last_lr"][0] == pytest.approx(TINY["training.learning_rate"])
+    config_before = (tmp_path / "short" / "config.cfg").read_text()
     with pytest.raises(ValueError, match="raise max_steps to at least 14"):
         pretrain(str(tmp_path / "short"), resume=True, from_stable=True, progress=False,
                  overrides={"training.max_steps": 12})
+    assert (tmp_path / "short" / "config.cfg").read_text() == config_before  # the refused override is not kept
+    with pytest.raises(FileNotFoundError, match="decay_steps > 0 reaches its decay"):
+        pretrain(str(tmp_path / "long2"), resume=True, from_stable=True, progress=False)
     with pytest.raises(FileNotFoundError, match="with --resume"):
         pretrain(str(tmp_path / "short"), from_stable=True, progress=False)
     pretrain(str(tmp_path / "short"), resume=True, from_stable=True, progress=False,
@@ -269,6 +273,12 @@ def test_config_checks_value_types_before_the_corpus(tmp_path):
         "training.init_from": 3,
         "vocab.size": None,
     }
+    negative_or_not_finite = [("training.max_steps", -5), ("training.learning_rate", float("nan")),
+                              ("training.grad_clip", float("inf")), ("training.final_lr_fraction", -0.1)]
+    for key, value in negative_or_not_finite:
+        section, name = key.split(".")
+        with pytest.raises(ValueError, match=rf"\[{section}\] {name} = .*: expected a finite number >= 0"):
+            load_config(overrides={key: value})
     for key, value in bad.items():
         section, name = key.split(".")
         with pytest.raises(ValueError, match=rf"\[{section}\] {name} = "):

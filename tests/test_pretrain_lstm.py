@@ -352,3 +352,15 @@ def test_native_kernels_can_be_turned_off(monkeypatch):
            "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
     lm = LanguageModel(cfg, {"cutoffs": [5], "div_value": 2.0}, 10, compile=True)
     assert lm.native_ops is None and recurrent_mod.cells_kind(lm.forward_lstms[0].cells) == "eager"
+
+
+def test_native_switch_reads_the_usual_spellings(monkeypatch):
+    from spacy_elmo.pretrain import native as native_mod
+
+    for value, on in [("0", False), ("false", False), ("No", False), (" off ", False), ("1", True), ("true", True),
+                      ("", True)]:
+        monkeypatch.setenv("SPACY_ELMO_NATIVE", value)
+        assert native_mod.enabled() is on, value
+    monkeypatch.setenv("SPACY_ELMO_NATIVE", "maybe")
+    with pytest.raises(ValueError, match="SPACY_ELMO_NATIVE='maybe'"):
+        native_mod.enabled()

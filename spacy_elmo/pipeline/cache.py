@@ -38,6 +38,7 @@ dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passe
 ``capacity_tokens`` is the deprecated ``cache_size`` key (a token count, float32 entries): the
 capacity becomes that many tokens' float32 layers once the first entry shows their size.
 """
+import math
 import sys
 import warnings
 from typing import Hashable, Optional
@@ -67,6 +68,10 @@ def warn_cache_size(cache_size: Optional[int], where: str) -> None:
         warnings.warn(cache_size_deprecation(cache_size, where), ElmoDeprecationWarning, stacklevel=3)
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _key_bytes(key) -> int:
     return sys.getsizeof(key) + sum(sys.getsizeof(t) for t in key)
 
@@ -74,15 +79,17 @@ def _key_bytes(key) -> int:
 class LayersCache:
     """Map ``tuple of token strings -> array (nL, n_tokens, dim)``, as described above.
     ``capacity_mb = 0`` (and no ``capacity_tokens``) disables it.
-    Raises ValueError for a negative capacity or an unknown dtype."""
+    Raises ValueError naming the config key for a capacity that is not a finite number >= 0 (or
+    ``capacity_tokens`` not an integer >= 0) or an unknown dtype."""
 
     def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32", *, capacity_tokens: Optional[int] = None):
-        if capacity_mb < 0:
-            raise ValueError(f"cache capacity must be >= 0 MB, got {capacity_mb}")
-        if capacity_tokens is not None and capacity_tokens < 0:
-            raise ValueError(f"cache_size must be >= 0 tokens, got {capacity_tokens}")
+        if not _is_number(capacity_mb) or not math.isfinite(capacity_mb) or capacity_mb < 0:
+            raise ValueError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}")
+        if capacity_tokens is not None and (not _is_number(capacity_tokens) or int(capacity_tokens) != capacity_tokens
+                                            or capacity_tokens < 0):
+            raise ValueError(f"cache_size must be an integer >= 0 (tokens), got {capacity_tokens!r}")
         if dtype not in DTYPES:
-            raise ValueError(f"cache dtype must be one of {list(DTYPES)}, got {dtype!r}")
+            raise ValueError(f"cache_dtype must be one of {list(DTYPES)}, got {dtype!r}")
         self.capacity_mb = float(capacity_mb)
         self.capacity_tokens = None if capacity_tokens is None else int(capacity_tokens)
         self.dtype = "float32" if capacity_tokens is not None else dtype

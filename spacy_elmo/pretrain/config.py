@@ -1,6 +1,7 @@
 """Pretraining config: confection (spaCy-style) files with dotted CLI overrides."""
 import difflib
 import json
+import math
 import os
 from pathlib import Path
 from typing import Dict, Optional, Union
@@ -38,7 +39,8 @@ def _check_known(section: str, name: str, default: Config, where: str) -> None:
 
 def _check_type(section: str, name: str, value, default_value, where: str) -> None:
     """ValueError unless value has the type of the default: int, float (an int is fine), bool, str,
-    list; a null default takes a string or null."""
+    list; a null default takes a string or null. Numbers must be finite and >= 0 (no setting takes
+    a negative value)."""
     if default_value is None:
         ok, expected = value is None or isinstance(value, str), "a string or null"
     elif isinstance(default_value, bool):
@@ -56,6 +58,9 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     if not ok:
         raise ValueError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
                          f"(default: {json.dumps(default_value)})")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
+                         f"(default: {json.dumps(default_value)})")
 
 
 def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dict[str, object]] = None) -> Config:
@@ -63,7 +68,8 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
 
     Missing sections/keys are filled from the default. Raises ValueError naming the key for a
     section or setting (in the file or an override) that the default config lacks, or a value
-    whose type differs from the default's; FileNotFoundError for a missing config file.
+    whose type differs from the default's or a negative or non-finite number; FileNotFoundError for
+    a missing config file.
     """
     default = Config().from_str(default_config_text(), interpolate=False)
     base = default.copy()

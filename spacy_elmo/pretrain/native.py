@@ -25,7 +25,7 @@ element (Sleef's exp and tanh), and each Python step cost tens of microseconds o
 The library is compiled once per machine, torch version and source (``-O3 -march=native``,
 ~25 s) into ``<cache>/_kernels/<key>/`` (``<cache>``: :func:`spacy_elmo.hub.cache.cache_dir`) and
 loaded with ``torch.ops.load_library``. :func:`lstmp_ops` returns None, with a warning, where
-that fails (no compiler, another platform); ``SPACY_ELMO_NATIVE=0`` turns it off. The trainer
+that fails (no compiler, another platform); ``SPACY_ELMO_NATIVE=0`` (or false / no / off) turns it off. The trainer
 then runs torch.compile'd or eager cells (:func:`.recurrent.recurrence`) and the unfused loss.
 """
 import hashlib
@@ -585,12 +585,24 @@ def _build() -> Path:
     return lib
 
 
+OFF = ("0", "false", "no", "off")
+
+
+def enabled() -> bool:
+    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); ValueError for a value
+    that is neither that nor 1 / true / yes / on / empty."""
+    value = os.environ.get("SPACY_ELMO_NATIVE", "").strip().lower()
+    if value not in OFF + ("", "1", "true", "yes", "on"):
+        raise ValueError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
+    return value not in OFF
+
+
 def lstmp_ops():
     """``torch.ops.spacy_elmo_lstmp`` (built and loaded once per process), or None with a warning
-    where it cannot be built or loaded here, or where ``SPACY_ELMO_NATIVE=0``."""
+    where it cannot be built or loaded here, or where ``SPACY_ELMO_NATIVE=0`` (see :func:`enabled`)."""
     if "ops" not in _LOADED:
         ops = None
-        if os.environ.get("SPACY_ELMO_NATIVE", "1") != "0":
+        if enabled():
             try:
                 torch.ops.load_library(str(_build()))
                 ops = torch.ops.spacy_elmo_lstmp

@@ -119,7 +119,9 @@ def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool, 
     ckpt_path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
     if resume:
         if not ckpt_path.is_file():
-            raise FileNotFoundError(f"--resume: no checkpoint at {ckpt_path}")
+            why = (" (it is written when a run with [training] decay_steps > 0 reaches its decay)"
+                   if from_stable else "")
+            raise FileNotFoundError(f"--resume: no checkpoint at {ckpt_path}{why}")
         return load_config(out / "config.cfg", overrides)
     if ckpt_path.exists():
         raise FileExistsError(f"{ckpt_path} exists: pass --resume to continue, or choose a new output directory")
@@ -214,8 +216,6 @@ def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from
     lm, words, corpus, run_path = _model_and_corpus(cfg, out, resume, progress, ranks)
     train, heldout = corpus["train"], corpus["heldout"]
     if ranks.is_main:
-        out.mkdir(parents=True, exist_ok=True)
-        cfg.to_disk(out / "config.cfg")  # only once corpus and model are ready: a failed start leaves no config
         _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
              f"{heldout.n_tokens:,} held-out tokens; {len(corpus['types']):,} types; softmax vocabulary {len(words):,}")
     optimizer = torch.optim.Adam(lm.parameters(), lr=float(t_cfg["learning_rate"]))
@@ -233,6 +233,12 @@ def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from
             _check_extends_stable_phase(t_cfg, state["step"])
         if ranks.is_main:
             _log(f"Resumed from {path} at step {state['step']:,} ({state['tokens']:,} tokens)")
+            if max_steps and state["step"] >= max_steps:
+                _log(f"[training] max_steps = {max_steps:,} is not above step {state['step']:,}: no training "
+                     f"steps, only the final evaluation and export")
+    if ranks.is_main:  # only once corpus, model and checkpoint are ready: a failed start changes no config
+        out.mkdir(parents=True, exist_ok=True)
+        cfg.to_disk(out / "config.cfg")
     run_path["ranks"] = ranks.world
     state["commands"].append({"command": command or [], "at_step": state["step"], "threads": torch.get_num_threads(),
                               "path": run_path})
