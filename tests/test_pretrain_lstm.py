@@ -108,19 +108,26 @@ def test_compiled_cells_equal_eager_cells():
         torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
 
 
+def _matches_nn_lstm_trainer(corpus_dir, tmp_path, name, overrides):
+    """Train OUT/torch (lstm_impl torch) and OUT/NAME with ``overrides``; assert their parameters
+    agree within float32 rounding; return NAME's meta."""
+    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus_dir, **{**overrides, "training.lstm_impl": "torch"}),
+             progress=False)
+    meta = pretrain(str(tmp_path / name), overrides=_overrides(corpus_dir, **overrides), progress=False)
+    a = torch.load(tmp_path / "torch" / "checkpoint.pt", weights_only=False)["model"]
+    b = torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)["model"]
+    assert list(a) == list(b)
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], atol=2e-5, rtol=1e-4, msg=key)
+    return meta
+
+
 def test_fused_trainer_takes_the_steps_of_the_nn_lstm_trainer(corpus, tmp_path):  # noqa: F811
     """Same config, same data, float32: the two LSTM implementations give the same parameters
     after 12 Adam steps (within float32 rounding), and their checkpoints are interchangeable."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
-    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus, **steps, **{"training.lstm_impl": "torch"}),
-             progress=False)
-    meta = pretrain(str(tmp_path / "fused"), overrides=_overrides(corpus, **steps), progress=False)
+    meta = _matches_nn_lstm_trainer(corpus, tmp_path, "fused", steps)
     assert meta["training"]["commands"][-1]["path"]["lstm_impl"] == "fused"
-    a = torch.load(tmp_path / "torch" / "checkpoint.pt", weights_only=False)["model"]
-    b = torch.load(tmp_path / "fused" / "checkpoint.pt", weights_only=False)["model"]
-    assert list(a) == list(b)
-    for key in a:
-        torch.testing.assert_close(b[key], a[key], atol=2e-5, rtol=1e-4, msg=key)
     # a checkpoint of one resumes with the other
     meta = pretrain(str(tmp_path / "torch"), resume=True, progress=False,
                     overrides={"training.max_steps": 14, "training.lstm_impl": "fused"})
@@ -319,19 +326,12 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
     the nn.LSTM trainer after 12 steps (within float32 rounding), and a resumed run ends exactly
     where an uninterrupted one does."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
-    pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus, **steps, **{"training.lstm_impl": "torch"}),
-             progress=False)
-    meta = pretrain(str(tmp_path / "native"), overrides=_overrides(corpus, **steps, **{"training.compile": True}),
-                    progress=False)
+    meta = _matches_nn_lstm_trainer(corpus, tmp_path, "native", {**steps, "training.compile": True})
     assert meta["training"]["commands"][-1]["path"]["cells"] == "native"
-    a = torch.load(tmp_path / "torch" / "checkpoint.pt", weights_only=False)["model"]
-    b = torch.load(tmp_path / "native" / "checkpoint.pt", weights_only=False)["model"]
-    assert list(a) == list(b)
-    for key in a:
-        torch.testing.assert_close(b[key], a[key], atol=2e-5, rtol=1e-4, msg=key)
     compiled = {**steps, "training.compile": True}
     pretrain(str(tmp_path / "stopped"), overrides=_overrides(corpus, **compiled), progress=False, stop_after=5)
     pretrain(str(tmp_path / "stopped"), resume=True, progress=False)
+    b = torch.load(tmp_path / "native" / "checkpoint.pt", weights_only=False)["model"]
     c = torch.load(tmp_path / "stopped" / "checkpoint.pt", weights_only=False)["model"]
     for key in b:
         assert torch.equal(b[key], c[key]), key
