@@ -1,6 +1,6 @@
 """WiC (Pilehvar & Camacho-Collados 2019): does a biLM tell word senses apart in context?
 
-    python dev/wic.py [MODEL] [--wic DIR] [--json] [--threads N]
+    python dev/wic.py [MODEL] [--against MODEL_B] [--wic DIR] [--json] [--threads N]
 
 MODEL: a packaged model name or a model directory (default: the embedded en_elmo_small).
 DIR: the WiC folder with train/dev ``*.data.txt`` + ``*.gold.txt`` (default ../shared/data/wic).
@@ -10,7 +10,9 @@ the target word's two vectors; pairs above a threshold are "same sense". The thr
 train (the accuracy-maximising midpoint between sorted train cosines) and applied to dev. This is
 done per biLM layer (0 = char CNN, context-free: the control) and for the layer average.
 Sentences are used as WiC tokenised them (split on spaces), so the given indices point at the
-target. Prints a table (or one JSON object with --json). The functions live in
+target. Prints a table (or one JSON object with --json). With ``--against MODEL_B``: both models
+and their difference per view with a 95% paired-bootstrap interval over the dev pairs (is a new
+model really better on WiC, or within the noise of 638 pairs?). The functions live in
 :mod:`spacy_elmo.probe.wic` (``python -m spacy_elmo probe`` uses them too); this script is their
 command line.
 """
@@ -22,16 +24,20 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from spacy_elmo.probe.wic import pair_cosines, read_split, tune_threshold, wic_scores  # noqa: E402,F401
+from spacy_elmo.probe.stats import strip_items  # noqa: E402
+from spacy_elmo.probe.wic import compare, pair_cosines, read_split, tune_threshold, wic_scores  # noqa: E402,F401
 from spacy_elmo.shared_data import wic_dir  # noqa: E402
 
 DEFAULT_WIC = str(wic_dir())
-__all__ = ["DEFAULT_WIC", "pair_cosines", "read_split", "tune_threshold", "wic_scores", "main"]
+__all__ = ["DEFAULT_WIC", "compare", "pair_cosines", "read_split", "tune_threshold", "wic_scores", "main"]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", nargs="?", default=None)
+    ap.add_argument("--against", default=None, metavar="MODEL_B",
+                    help="also score MODEL_B and print MODEL minus MODEL_B per view, with a 95%% paired-bootstrap "
+                         "interval over the dev pairs")
     ap.add_argument("--wic", default=DEFAULT_WIC)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
@@ -41,12 +47,22 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
 
-    bilm = BiLM.from_pretrained(args.model or DEFAULT_MODEL)
-    scores = wic_scores(bilm, args.wic)
-    if args.json:
-        print(json.dumps(scores))
+    name = args.model or DEFAULT_MODEL
+    scores = wic_scores(BiLM.from_pretrained(name), args.wic, items=True)
+    if args.against:
+        diff = compare(scores, wic_scores(BiLM.from_pretrained(args.against), args.wic, items=True))
+        if args.json:
+            print(json.dumps(diff))
+            return
+        print(f"WiC dev, {name} (a) against {args.against} (b): threshold tuned on train per model and view")
+        print(f"{'layer':6} {'a %':>6} {'b %':>6} {'a - b':>6}  95% paired-bootstrap interval")
+        for view, d in diff.items():
+            print(f"{view:6} {d['a']:6.1f} {d['b']:6.1f} {d['difference']:+6.1f}  [{d['low']:+.1f}, {d['high']:+.1f}]")
         return
-    print(f"WiC, model {args.model or DEFAULT_MODEL}: threshold tuned on train ({args.wic})")
+    if args.json:
+        print(json.dumps(strip_items(scores)))
+        return
+    print(f"WiC, model {name}: threshold tuned on train ({args.wic})")
     print(f"{'layer':6} {'threshold':>9} {'train %':>8} {'dev %':>6}")
     for view, s in scores.items():
         print(f"{view:6} {s['threshold']:9.3f} {s['train_accuracy']:8.1f} {s['dev_accuracy']:6.1f}")

@@ -2,12 +2,15 @@
 
 - :func:`write_tiny_model`: a seeded random biLM in the bilm-tf file layout, written by our own
   writer (:meth:`spacy_elmo.bilm.BiLM.save`); the ``tiny_model`` fixture of conftest.py uses it.
+- :func:`elmo_config`: ``[components.elmo]`` settings in today's shape (biLM settings in the
+  ``spacy_elmo.ElmoBiLM.v1`` model section), so that only the tests of the old flat keys see their
+  deprecation warning.
 - :func:`load_script`: import a script of the repository (``dev/``, ``scripts/``) by its path.
 """
 import importlib.util
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,8 +39,33 @@ class ModelFiles(NamedTuple):
 
     @property
     def config(self) -> dict:
-        """The ``[components.elmo]`` settings that load these files."""
+        """The two file settings (``options_path``, ``weights_path``): keys of an ElmoBiLM.v1
+        section, of ``probe``, ...; for an ``elmo`` component use :func:`elmo_config`."""
         return {"options_path": self.options_path, "weights_path": self.weights_path}
+
+
+# the elmo factory's own keys (and the deprecated cache_size, flat only); the rest is the biLM's
+COMPONENT_KEYS = ("store", "dtype", "vectors", "cache_size")
+
+
+def elmo_config(files: Optional[Union[ModelFiles, Mapping[str, str], Sequence[str]]] = None, **settings) -> dict:
+    """``nlp.add_pipe("elmo", config=...)`` for these files (a ModelFiles; a mapping with
+    ``options_path`` / ``weights_path``, whose other keys are settings too; an (options_path,
+    weights_path) pair; None: the packaged default model): the component's keys at the top, every
+    other setting (``batch_size``, ``window_tokens``, ``cache_mb``, ...) in the ElmoBiLM.v1
+    ``model`` section."""
+    from spacy_elmo.pipeline.bilm_config import ARCHITECTURE
+
+    model = {"@architectures": ARCHITECTURE}
+    if isinstance(files, ModelFiles):
+        files = files.config
+    if isinstance(files, Mapping):
+        settings = {**{k: v for k, v in files.items() if k not in ("options_path", "weights_path")}, **settings}
+    if files is not None:
+        options, weights = (files["options_path"], files["weights_path"]) if isinstance(files, Mapping) else files
+        model.update(options_path=str(options), weights_path=str(weights))
+    model.update({k: v for k, v in settings.items() if k not in COMPONENT_KEYS})
+    return {"model": model, **{k: v for k, v in settings.items() if k in COMPONENT_KEYS}}
 
 
 def write_tiny_model(directory, seed: int = TINY_SEED, options: dict = TINY_OPTIONS) -> ModelFiles:

@@ -9,6 +9,8 @@ from spacy.tokens import Doc
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.batching import embed_batches
 
+from helpers import elmo_config
+
 SENTS = [["The", "cat", "sat", "on", "the", "mat", "."], [], ["Hi"], ["The", "cat", "ran", "."],
          ["A", "very", "long", "sentence", "with", "many", "words", "in", "it", "today", "."], ["Hi"]]
 
@@ -82,7 +84,7 @@ def test_bad_input(bilm):
 
 def test_pipeline_and_embed_sentences_agree_bit_for_bit(tiny_model, bilm):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={**tiny_model.config, "batch_size": 2})
+    nlp.add_pipe("elmo", config=elmo_config(tiny_model, batch_size=2))
     docs = [Doc(nlp.vocab, words=s) for s in SENTS]
     expected = bilm.embed_sentences(SENTS, batch_size=2)
     for doc, ref in zip(nlp.pipe(docs), expected):

@@ -16,6 +16,8 @@ import torch
 
 from spacy_elmo.bilm import BiLM, onednn, precision as precision_mod
 
+from helpers import elmo_config
+
 SENTENCES = [["The", "river", "bank", "overflowed", "after", "heavy", "rain", "."],
              ["The", "bank", "raised", "its", "rates", "."], ["Hi"], [],
              "A much longer sentence , with commas , numbers like 3.14 and unusual tokens : "
@@ -151,8 +153,8 @@ def test_bad_values_one_line_errors(files):
     assert bilm.precision == "float32"
     nlp = spacy.blank("en")
     with pytest.raises(ValueError) as err:
-        nlp.add_pipe("elmo", config={"options_path": files[0], "weights_path": files[1], "precision": "bf16"})
-    assert "[components.elmo] precision = 'bf16': must be one of ['float32', 'bfloat16']" in str(err.value)
+        nlp.add_pipe("elmo", config=elmo_config(files, precision="bf16"))
+    assert "[spacy_elmo.ElmoBiLM.v1] precision = 'bf16': must be one of ['float32', 'bfloat16']" in str(err.value)
     assert "\n" not in str(err.value)
 
 
@@ -165,7 +167,7 @@ def test_copies_keep_the_setting(files):
 
 def make_nlp(files, **config):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"options_path": files[0], "weights_path": files[1], **config})
+    nlp.add_pipe("elmo", config=elmo_config(files, **config))
     return nlp
 
 
@@ -174,7 +176,7 @@ def test_component_setting_and_serialization(files, tmp_path):
     """The setting reaches the biLM however the pipeline is made (on a CPU without bfloat16 it
     then runs float32, with a warning, which this test ignores)."""
     nlp = make_nlp(files, precision="bfloat16")
-    assert nlp.get_pipe_config("elmo")["precision"] == "bfloat16"
+    assert nlp.get_pipe_config("elmo")["model"]["precision"] == "bfloat16"
     text = "The river bank overflowed after heavy rain."
     doc = nlp(text)
     assert nlp.get_pipe("elmo").bilm.precision == "bfloat16" and doc._.elmo.layers.dtype == numpy.float32
@@ -184,10 +186,10 @@ def test_component_setting_and_serialization(files, tmp_path):
     # to_disk / spacy.load: the setting comes back from config.cfg, and an override at load time wins
     nlp.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")
-    assert loaded.get_pipe_config("elmo")["precision"] == "bfloat16"
+    assert loaded.get_pipe_config("elmo")["model"]["precision"] == "bfloat16"
     assert loaded.get_pipe("elmo").bilm.precision == "bfloat16"
     assert numpy.array_equal(loaded(text)._.elmo.layers, doc._.elmo.layers)
-    exact = spacy.load(tmp_path / "p", config={"components": {"elmo": {"precision": "float32"}}})
+    exact = spacy.load(tmp_path / "p", config={"components": {"elmo": {"model": {"precision": "float32"}}}})
     assert exact.get_pipe("elmo").bilm.precision == "float32"
     assert numpy.array_equal(exact(text)._.elmo.layers, make_nlp(files)(text)._.elmo.layers)
     # pickling the component's model
@@ -199,13 +201,15 @@ def test_component_setting_and_serialization(files, tmp_path):
 
 def test_elmo_v1_and_replace_listeners_carry_the_setting(files):
     from spacy_elmo.pipeline.architectures import elmo_v1
+    from spacy_elmo.pipeline.bilm_config import build_bilm
     from spacy_elmo.pipeline.layers.bilm_layer import get_bilm
 
-    model = elmo_v1(options_path=files[0], weights_path=files[1], precision="bfloat16")
+    paths = {"options_path": files[0], "weights_path": files[1]}
+    model = elmo_v1(bilm=build_bilm({**paths, "precision": "bfloat16"}))
     assert model.get_ref("bilm").attrs["precision"].value == "bfloat16"
     assert get_bilm(model.get_ref("bilm")).precision == "bfloat16"
-    with pytest.raises(ValueError, match=r"\[spacy_elmo.Elmo.v1\] precision = 'x'"):
-        elmo_v1(options_path=files[0], weights_path=files[1], precision="x")
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.ElmoBiLM.v1\] precision = 'x'"):
+        elmo_v1(bilm=build_bilm({**paths, "precision": "x"}))
     nlp = make_nlp(files, precision="bfloat16")
     source = nlp.get_pipe("elmo").model.attrs["replace_listener_cfg"].args[0]
     assert source["precision"] == "bfloat16"

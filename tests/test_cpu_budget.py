@@ -9,6 +9,8 @@ import torch
 
 from spacy_elmo.bilm.cpu_budget import ENV, ThreadBudget, parse_threads, usable_cpus
 
+from helpers import elmo_config
+
 
 @pytest.mark.parametrize("value,expected", [("auto", "auto"), (None, "auto"), ("AUTO", "auto"), (3, 3), ("2", 2)])
 def test_parse_threads_accepts(value, expected):
@@ -74,14 +76,14 @@ def test_component_threads_setting():
     import spacy
 
     nlp = spacy.blank("en")
-    with pytest.raises(ValueError, match=r"\[components.elmo\] threads = 'two'"):
-        nlp.add_pipe("elmo", config={"threads": "two"})
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.ElmoBiLM.v1\] threads = 'two'"):
+        nlp.add_pipe("elmo", config=elmo_config(threads="two"))
     text = "The river bank overflowed after heavy rain, and the bank closed early."
     before = torch.get_num_threads()
     layers = {}
     for threads in (1, 2, "auto"):
         nlp = spacy.blank("en")
-        nlp.add_pipe("elmo", config={"threads": threads})
+        nlp.add_pipe("elmo", config=elmo_config(threads=threads))
         layers[threads] = nlp(text)._.elmo.layers
         assert torch.get_num_threads() == before  # restored after the call
     numpy.testing.assert_allclose(layers[1], layers[2], atol=1e-5)

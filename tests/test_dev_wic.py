@@ -87,3 +87,44 @@ def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
     out = tmp_path / "curve.png"
     lc.main(str(tmp_path), str(out))
     assert out.stat().st_size > 1000
+
+
+def test_against_another_model_with_paired_intervals(tmp_path, tiny_model, capsys):
+    """--against: per view, both dev accuracies and their difference; against itself the
+    difference is exactly 0 with a [0, 0] interval; against another model it is a minus b."""
+    import json
+
+    from helpers import write_tiny_model
+
+    wic = _wic()
+    _write(tmp_path, "train", ROWS, ["F", "T", "F", "T"])
+    _write(tmp_path, "dev", ROWS[::-1] * 3, ["T", "F", "T", "F"] * 3)
+    other = write_tiny_model(tmp_path / "other", seed=99)
+    wic.main([tiny_model.directory, "--against", tiny_model.directory, "--wic", str(tmp_path), "--json"])
+    same = json.loads(capsys.readouterr().out)
+    assert set(same) == {"0", "1", "2", "mean"}
+    for d in same.values():
+        assert d["a"] == d["b"] and (d["difference"], d["low"], d["high"]) == (0.0, 0.0, 0.0)
+    wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path), "--json"])
+    diff = json.loads(capsys.readouterr().out)
+    b_scores = wic.wic_scores(BiLM.from_files(other.options_path, other.weights_path), str(tmp_path))
+    for view, d in diff.items():
+        assert d["b"] == pytest.approx(b_scores[view]["dev_accuracy"])
+    wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path)])
+    table = capsys.readouterr().out
+    assert "paired-bootstrap" in table and len(table.strip().splitlines()) == 2 + len(diff)
+
+
+def test_compare_is_a_minus_b_per_view():
+    """compare(): a minus b in points, from each model's own per-pair correctness (the random
+    tiny models above score alike, so the direction is checked here on known items)."""
+    wic = _wic()
+    a = {"2": {"dev_accuracy": 75.0, "correct": numpy.array([True, True, True, False] * 10)},
+         "mean": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}}
+    b = {"2": {"dev_accuracy": 25.0, "correct": numpy.array([False, False, True, False] * 10)},
+         "mean": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}, "1": a["2"]}
+    diff = wic.compare(a, b)
+    assert set(diff) == {"2", "mean"}  # only the views both have
+    assert (diff["2"]["a"], diff["2"]["b"]) == (75.0, 25.0)
+    assert diff["2"]["difference"] == pytest.approx(50.0) and 0 < diff["2"]["low"] <= 50.0 <= diff["2"]["high"]
+    assert (diff["mean"]["difference"], diff["mean"]["low"], diff["mean"]["high"]) == (0.0, 0.0, 0.0)

@@ -16,6 +16,8 @@ from spacy_elmo.bilm import BiLM, ElmoWeightsError
 from spacy_elmo.hub import ElmoDownloadError, cache, download_model, registry
 from spacy_elmo.hub.catalog import rows
 
+from helpers import elmo_config
+
 TINY = {"lstm": {"dim": 8, "projection_dim": 4, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
                  "use_skip_connections": True},
         "char_cnn": {"embedding": {"dim": 3}, "filters": [[1, 2], [2, 3]], "n_highway": 1}}
@@ -126,7 +128,7 @@ def test_download_registered_name_then_use_it_everywhere(server, tiny, monkeypat
     import spacy
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"model": "elmo-small"})
+    nlp.add_pipe("elmo", config=elmo_config(name="elmo-small"))
     layers = nlp("The river bank")._.elmo.layers
     assert layers.shape == (TINY["lstm"]["n_layers"] + 1, 3, 2 * TINY["lstm"]["projection_dim"])
     # a second download checks and keeps it: no request
@@ -259,8 +261,9 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
     from spacy_elmo.pipeline import ElmoConfigError
 
     nlp = spacy.blank("en")
-    with pytest.raises(ElmoConfigError, match="model = 'elmo-medium'.*python -m spacy_elmo download elmo-medium"):
-        nlp.add_pipe("elmo", config={"model": "elmo-medium"})
+    expected = r"\[components.elmo.model\] name = 'elmo-medium'.*python -m spacy_elmo download elmo-medium"
+    with pytest.raises(ElmoConfigError, match=expected):
+        nlp.add_pipe("elmo", config=elmo_config(name="elmo-medium"))
         nlp.initialize()
     with pytest.raises(FileNotFoundError, match="downloadable ones .*elmo-small"):
         BiLM.from_pretrained("no-such-model")

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from helpers import elmo_config
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -20,7 +22,7 @@ def stored_docbin(tiny_model, tmp_path_factory):
 import spacy
 from spacy.tokens import DocBin
 nlp = spacy.blank("en")
-nlp.add_pipe("elmo", config={tiny_model.config!r})
+nlp.add_pipe("elmo", config={elmo_config(tiny_model)!r})
 db = DocBin(store_user_data=True)
 for doc in nlp.pipe(["The river bank .", "Hello world"]):
     db.add(doc)
@@ -70,7 +72,7 @@ def child_threads():
 torch.set_num_threads(2)
 print(child_threads())
 nlp = spacy.blank("en")
-nlp.add_pipe("elmo", config={tiny_model.config!r})
+nlp.add_pipe("elmo", config={elmo_config(tiny_model)!r})
 print(child_threads())
 """)
     assert proc.returncode == 0, proc.stderr

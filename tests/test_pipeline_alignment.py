@@ -6,12 +6,14 @@ from spacy.tokens import Doc, DocBin
 
 from spacy_elmo.pipeline import ElmoAlignmentError, ElmoData
 
+from helpers import elmo_config
+
 TEXT = "I love New York and Paris"
 
 
 def make_nlp(model, merge=False, **config):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={**model.config, **config})
+    nlp.add_pipe("elmo", config=elmo_config(model, **config))
     if merge:
         ruler = nlp.add_pipe("entity_ruler")
         ruler.add_patterns([{"label": "GPE", "pattern": "New York"}])

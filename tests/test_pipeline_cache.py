@@ -13,6 +13,8 @@ from thinc.api import Adam
 
 from spacy_elmo.pipeline.cache import ElmoDeprecationWarning, LayersCache
 
+from helpers import elmo_config
+
 TRAIN = [("I like green eggs", ["PRON", "VERB", "ADJ", "NOUN"]),
          ("Eat blue ham", ["VERB", "ADJ", "NOUN"]),
          ("She eats red ham", ["PRON", "VERB", "ADJ", "NOUN"])]
@@ -26,11 +28,11 @@ def tagger(grad_factor=0.0):
                                   "grad_factor": grad_factor}}}
 
 
-def build(tiny_model, grad_factor=0.0, **elmo_config):
+def build(tiny_model, grad_factor=0.0, **settings):
     """(nlp, train examples, dev examples, Calls of its biLM counted from before initialize)."""
     fix_random_seed(0)
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={**tiny_model.config, **elmo_config})
+    nlp.add_pipe("elmo", config=elmo_config(tiny_model, **settings))
     nlp.add_pipe("tagger", config=tagger(grad_factor))
     calls = Calls(nlp.get_pipe("elmo").bilm)
     train = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
@@ -122,7 +124,7 @@ def test_no_warm_up_or_caching_without_frozen_listeners(tiny_model):
     nlp, train_egs, dev, calls = build(tiny_model, grad_factor=0.5)
     assert calls.take() == 0  # fine-tuning ahead: initialize runs no biLM
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config=tiny_model.config)
+    nlp.add_pipe("elmo", config=elmo_config(tiny_model))
     calls = Calls(nlp.get_pipe("elmo").bilm)
     nlp.initialize(lambda: train_egs)
     assert calls.take() == 0
@@ -221,9 +223,9 @@ def test_old_cache_size_key_still_loads(tiny_model, tmp_path):
 
 
 def test_cache_settings_are_checked(tiny_model):
-    with pytest.raises(ValueError, match=r"\[components.elmo\] cache_dtype must be one of"):
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.ElmoBiLM.v1\] cache_dtype must be one of"):
         build(tiny_model, cache_dtype="int8")
-    with pytest.raises(ValueError, match=r"\[components.elmo\] cache_mb must be a finite number >= 0"):
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.ElmoBiLM.v1\] cache_mb must be a finite number >= 0"):
         build(tiny_model, cache_mb=-1)
     # what a config file can still pass through spaCy's validation: nan, inf, a quoted number
     for bad in (float("nan"), float("inf"), "1024"):

@@ -6,7 +6,9 @@ import spacy
 from spacy.tokens import Doc
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.pipeline import ElmoConfigError, ElmoData
+from spacy_elmo.pipeline import ElmoConfigError, ElmoData, ElmoDeprecationWarning
+
+from helpers import elmo_config
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +25,7 @@ def make_nlp(files, sentencizer=False, **config):
     nlp = spacy.blank("en")
     if sentencizer:
         nlp.add_pipe("sentencizer")
-    nlp.add_pipe("elmo", config={"options_path": files[0], "weights_path": files[1], **config})
+    nlp.add_pipe("elmo", config=elmo_config(files, **config))
     return nlp
 
 
@@ -54,7 +56,7 @@ def test_sentences_windows_and_whitespace(files, bilm):
     space = [t.i for t in doc if t.is_space]
     assert space and not doc._.elmo.layers[:, space].any()
     # No sentence boundaries: windows of at most max_tokens, split evenly (10 -> 4 + 3 + 3).
-    doc = make_nlp(files, max_tokens=4)("one two three four five six seven eight nine ten")
+    doc = make_nlp(files, window_tokens=4)("one two three four five six seven eight nine ten")
     words = doc.text.split()
     refs = bilm.embed_sentences([words[:4], words[4:7], words[7:]])
     numpy.testing.assert_allclose(doc._.elmo.layers, numpy.concatenate(refs, axis=1), atol=1e-6)
@@ -92,7 +94,7 @@ def test_20000_token_doc_in_windows(files, bilm):
     """A 20,000-token Doc without sentences is read in ceil(20000 / 128) = 157 near-equal windows
     (128 or 127 tokens, the longer first), each on its own: the layers equal the biLM's run on
     those windows, and no context crosses a window boundary."""
-    nlp = make_nlp(files, max_tokens=128, batch_size=32)
+    nlp = make_nlp(files, window_tokens=128, batch_size=32)
     words = ("the quick brown fox jumps over a lazy dog again and again ," * 2000).split()[:20000]
     doc = nlp(Doc(nlp.vocab, words=words))
     assert doc._.elmo.layers.shape == (3, 20000, 32) and numpy.isfinite(doc._.elmo.layers).all()
@@ -146,7 +148,8 @@ def test_clear_errors_for_bad_files(files, tmp_path):
     nlp = make_nlp((files[0], missing))
     with pytest.raises(ElmoConfigError) as err:
         nlp.initialize()
-    assert "weights_path" in str(err.value) and missing in str(err.value) and "[components.elmo]" in str(err.value)
+    message = str(err.value)
+    assert "weights_path" in message and missing in message and "[components.elmo.model]" in message
     assert err.value.key == "weights_path" and err.value.path == missing
     with pytest.raises(ElmoConfigError, match="weights_path"):
         nlp("first use also loads")
@@ -156,20 +159,21 @@ def test_clear_errors_for_bad_files(files, tmp_path):
         make_nlp((files[0], str(not_hdf5))).initialize()
     assert str(not_hdf5) in str(err.value) and "weights_path" in str(err.value)
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"model": "no_such_model"})
+    with pytest.warns(ElmoDeprecationWarning, match="model -> name"):  # the old flat key
+        nlp.add_pipe("elmo", config={"model": "no_such_model"})
     with pytest.raises(ElmoConfigError, match="model = 'no_such_model'"):
         nlp.initialize()
     # One path without the other would pair files of two models: an error when the pipe is added.
     for key, path in (("options_path", files[0]), ("weights_path", files[1])):
-        with pytest.raises(ElmoConfigError, match=rf"\[components.elmo\] {key} is set but"):
-            spacy.blank("en").add_pipe("elmo", config={key: path})
-    with pytest.raises(ValueError, match=r"\[components.elmo\] max_tokens must be >= 1"):
-        make_nlp(files, max_tokens=0)
+        with pytest.raises(ElmoConfigError, match=rf"\[spacy_elmo.ElmoBiLM.v1\] {key} is set but"):
+            spacy.blank("en").add_pipe("elmo", config=elmo_config(**{key: path}))
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.ElmoBiLM.v1\] window_tokens must be >= 1"):
+        make_nlp(files, window_tokens=0)
 
 
 def test_one_elmo_component_per_pipeline(files):
     """Two elmo components would share doc._.elmo: the second one is refused when it is added."""
-    config = {"options_path": files[0], "weights_path": files[1]}
+    config = elmo_config(files)
     nlp = make_nlp(files)
     with pytest.raises(ElmoConfigError) as err:
         nlp.add_pipe("elmo", name="elmo2", config=config)

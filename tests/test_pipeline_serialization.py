@@ -12,6 +12,8 @@ from spacy.training import Example
 from spacy_elmo.pipeline import learned_mixes
 from spacy_elmo.pipeline.data_classes import as_elmo_data
 
+from helpers import elmo_config
+
 TAGGER = {"model": {"@architectures": "spacy.Tagger.v2",
                     "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1", "width": 16}}}
 TRAIN = [("I like green eggs", ["N", "V", "J", "N"]), ("Eat blue ham", ["V", "J", "N"])]
@@ -25,8 +27,7 @@ def trained(tiny_model, tmp_path_factory):
     for name in ("options.json", "weights.hdf5", "sha256.json"):
         shutil.copy(os.path.join(tiny_model.directory, name), copy / name)
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={"options_path": str(copy / "options.json"),
-                                 "weights_path": str(copy / "weights.hdf5")})
+    nlp.add_pipe("elmo", config=elmo_config((copy / "options.json", copy / "weights.hdf5")))
     nlp.add_pipe("tagger", config=TAGGER)
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
     optimizer = nlp.initialize(lambda: examples)

@@ -13,6 +13,8 @@ from spacy_elmo.bilm import BiLM
 from spacy_elmo.pipeline import learned_mixes
 from spacy_elmo.pipeline.mixes import format_mixes
 
+from helpers import elmo_config
+
 TRAIN = [
     ("I like green eggs", ["PRON", "VERB", "ADJ", "NOUN"]),
     ("Eat blue ham", ["VERB", "ADJ", "NOUN"]),
@@ -38,7 +40,7 @@ def files(tiny_model):
 def build(files, *components, elmo=True):
     nlp = spacy.blank("en")
     if elmo:
-        nlp.add_pipe("elmo", config=files)
+        nlp.add_pipe("elmo", config=elmo_config(files))
     for name, config in components:
         nlp.add_pipe("tagger", name=name, config=config)
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
@@ -121,7 +123,7 @@ def test_frozen_elmo_never_initialized(files):
     """[training] frozen_components = ["elmo"] on a fresh (not sourced) elmo: spaCy's init_nlp
     initializes the pipeline with "elmo" disabled, so the listener loads the biLM itself."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config=files)
+    nlp.add_pipe("elmo", config=elmo_config(files))
     nlp.add_pipe("tagger", config=tagger_config(listener(width=32)))
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TRAIN]
     with nlp.select_pipes(disable=["elmo"]):  # as spacy.training.initialize.init_nlp does
@@ -153,7 +155,8 @@ def test_fine_tuning_updates_the_bilm(files):
 
 
 def test_inline_elmo_v1(files):
-    tok2vec = {"@architectures": "spacy_elmo.Elmo.v1", "model": "", **files, "width": 32, "max_tokens": 16}
+    tok2vec = {"@architectures": "spacy_elmo.Elmo.v1", "bilm": elmo_config(files, window_tokens=16)["model"],
+               "width": 32}
     nlp, examples = build(files, ("tagger", tagger_config(tok2vec)), elmo=False)
     history = train(nlp, examples, 30)
     assert history[-1]["tagger"] < 0.3 * history[0]["tagger"]
@@ -191,9 +194,12 @@ pipeline = ["elmo","tagger"]
 
 [components.elmo]
 factory = "elmo"
+
+[components.elmo.model]
+@architectures = "spacy_elmo.ElmoBiLM.v1"
 options_path = "{files['options_path']}"
 weights_path = "{files['weights_path']}"
-max_tokens = 64
+window_tokens = 64
 
 [components.tagger]
 factory = "tagger"

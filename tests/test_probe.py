@@ -14,6 +14,8 @@ from spacy_elmo.probe.ewt import read_conllu, read_words, subset
 from spacy_elmo.probe.senses import sense_scores, word_vectors
 from spacy_elmo.probe.stats import paired_difference
 
+from helpers import elmo_config
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SENTENCES = [
     "the cat sat on the mat .", "the dog ran to the park .", "a bird sang in the tree .",
@@ -153,7 +155,7 @@ def _trained_pipeline(model, path):
     from thinc.api import Adam
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config=model.config)
+    nlp.add_pipe("elmo", config=elmo_config(model))
     nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
                                              "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1"}}})
     examples = [Example.from_dict(nlp.make_doc(s), {"tags": [TAGS.get(w, "NOUN") for w in s.split()]})

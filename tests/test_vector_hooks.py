@@ -13,18 +13,20 @@ from spacy.tokens import Doc, DocBin
 from spacy_elmo.pipeline import restore_vector_hooks, with_vector_hooks
 from spacy_elmo.pipeline.vector_hooks import SETTING_KEY
 
+from helpers import elmo_config
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEXTS = ["The river bank overflowed.", "She works at the bank  downtown.", "Hi"]
 
 
 @pytest.fixture(scope="module")
 def files(tiny_model):
-    return tiny_model.config
+    return tiny_model
 
 
 def make_nlp(files, **config):
     nlp = spacy.blank("en")
-    nlp.add_pipe("elmo", config={**files, **config})
+    nlp.add_pipe("elmo", config=elmo_config(files, **config))
     nlp.initialize()
     return nlp
 
@@ -97,7 +99,7 @@ def test_average_and_layer_views(files):
 def test_bad_settings_raise(files, config, match):
     nlp = spacy.blank("en")
     with pytest.raises(ValueError, match=match):
-        nlp.add_pipe("elmo", config={**files, **config})
+        nlp.add_pipe("elmo", config=elmo_config(files, **config))
 
 
 def test_layer_beyond_the_model_raises_on_first_doc(files):

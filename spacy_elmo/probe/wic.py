@@ -112,11 +112,24 @@ def threshold_scores(train_cos: Dict[str, numpy.ndarray], train_gold: numpy.ndar
     return result
 
 
-def wic_scores(bilm, wic_dir=None) -> Dict[str, dict]:
+def wic_scores(bilm, wic_dir=None, items: bool = False) -> Dict[str, dict]:
     """{view: {"threshold", "train_accuracy", "dev_accuracy"}} (accuracies in %) of the cosine
-    threshold per view. ``wic_dir`` defaults to ``$SPACY_ELMO_SHARED/data/wic``."""
+    threshold per view; with ``items``, also "correct" (bool (n_dev,) per dev pair, for
+    :func:`compare`). ``wic_dir`` defaults to ``$SPACY_ELMO_SHARED/data/wic``."""
     wic_dir = str(wic_dir or _default_wic_dir())
     train_pairs, train_gold = read_split(wic_dir, "train")
     dev_pairs, dev_gold = read_split(wic_dir, "dev")
     scores = threshold_scores(pair_cosines(bilm, train_pairs), train_gold, pair_cosines(bilm, dev_pairs), dev_gold)
-    return {view: {k: v for k, v in s.items() if k != "correct"} for view, s in scores.items()}
+    return scores if items else {view: {k: v for k, v in s.items() if k != "correct"} for view, s in scores.items()}
+
+
+def compare(scores_a: Dict[str, dict], scores_b: Dict[str, dict], seed: int = 0) -> Dict[str, dict]:
+    """Two models on the same dev pairs: {view: {"a", "b" (dev accuracy, %), "difference", "low",
+    "high" (a minus b, points, 95% paired-bootstrap interval: :func:`.stats.paired_difference`)}}
+    for the views both have. ``scores_*``: :func:`wic_scores` with ``items=True``. One WiC dev pair
+    is 0.16 points (638 pairs)."""
+    from .stats import paired_difference
+
+    return {view: {"a": scores_a[view]["dev_accuracy"], "b": scores_b[view]["dev_accuracy"],
+                   **paired_difference(scores_a[view]["correct"], scores_b[view]["correct"], seed)}
+            for view in scores_a if view in scores_b}
