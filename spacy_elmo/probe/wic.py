@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy
 
 from ..shared_data import wic_dir as _default_wic_dir
+from .stats import paired_difference, strip_items
 from .views import views
 
 Pair = Tuple[List[str], int, List[str], int]
@@ -120,7 +121,7 @@ def wic_scores(bilm, wic_dir=None, items: bool = False) -> Dict[str, dict]:
     train_pairs, train_gold = read_split(wic_dir, "train")
     dev_pairs, dev_gold = read_split(wic_dir, "dev")
     scores = threshold_scores(pair_cosines(bilm, train_pairs), train_gold, pair_cosines(bilm, dev_pairs), dev_gold)
-    return scores if items else {view: {k: v for k, v in s.items() if k != "correct"} for view, s in scores.items()}
+    return scores if items else strip_items(scores)
 
 
 def compare(scores_a: Dict[str, dict], scores_b: Dict[str, dict], seed: int = 0) -> Dict[str, dict]:
@@ -128,8 +129,6 @@ def compare(scores_a: Dict[str, dict], scores_b: Dict[str, dict], seed: int = 0)
     "high" (a minus b, points, 95% paired-bootstrap interval: :func:`.stats.paired_difference`)}}
     for the views both have. ``scores_*``: :func:`wic_scores` with ``items=True``. One WiC dev pair
     is 0.16 points (638 pairs)."""
-    from .stats import paired_difference
-
     return {view: {"a": scores_a[view]["dev_accuracy"], "b": scores_b[view]["dev_accuracy"],
                    **paired_difference(scores_a[view]["correct"], scores_b[view]["correct"], seed)}
             for view in scores_a if view in scores_b}
