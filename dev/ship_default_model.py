@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt", "meta.json"]
 LIMIT_MB = 30
+WIC_SPLIT = "dev, threshold tuned on train; train_cv_accuracy: train, 10-fold cross-validation (dev/wic.py)"
 
 ATTRIBUTION = """# Training text of {name}
 
@@ -64,7 +65,7 @@ def _source_meta(model_dir: Path, dst: Path) -> dict:
     if "wic" not in meta.get("evaluation", {}):
         scores = _wic(model_dir)
         if scores is not None:
-            meta.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **scores}
+            meta.setdefault("evaluation", {})["wic"] = {"split": WIC_SPLIT, **scores}
     if model_dir.resolve() != dst.resolve() and "init_from" not in meta:
         parent = _init_from(model_dir.parent) if model_dir.name == "model" else None
         if parent is not None and (parent / "meta.json").is_file():
@@ -157,7 +158,7 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False) -> No
         meta["heldout_shipped"] = _heldout(src, dst)
     wic_scores = _wic(dst)
     if wic_scores is not None:
-        meta.setdefault("evaluation", {})["wic"] = {"split": "dev, threshold tuned on train (dev/wic.py)", **wic_scores}
+        meta.setdefault("evaluation", {})["wic"] = {"split": WIC_SPLIT, **wic_scores}
     (dst / "meta.json").write_text(json.dumps(meta, indent=2))
     shutil.copy2(src / "config.cfg", dst / "config.cfg")
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")

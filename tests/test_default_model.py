@@ -97,7 +97,10 @@ def test_models_dir_can_be_passed(tmp_path):
 
 def test_default_model_shapes(bilm):
     out = bilm.embed_sentences([["The", "river", "bank", "."], [], ["😀", "日本語", "x" * 60]])
-    assert [o.shape for o in out] == [(3, 4, 256), (3, 0, 256), (3, 3, 256)]
+    meta = json.load(open(os.path.join(resolve(DEFAULT_MODEL), "meta.json"), encoding="utf-8"))
+    dim = 2 * meta["options"]["lstm"]["projection_dim"]  # [forward; backward]
+    assert bilm.output_dim == dim
+    assert [o.shape for o in out] == [(3, 4, dim), (3, 0, dim), (3, 3, dim)]
     assert all(numpy.isfinite(o).all() for o in out)
 
 

@@ -105,11 +105,14 @@ def test_against_another_model_with_paired_intervals(tmp_path, tiny_model, capsy
     assert set(same) == {"0", "1", "2", "mean"}
     for d in same.values():
         assert d["a"] == d["b"] and (d["difference"], d["low"], d["high"]) == (0.0, 0.0, 0.0)
+        cv = d["train_cv"]
+        assert cv["a"] == cv["b"] and (cv["difference"], cv["low"], cv["high"]) == (0.0, 0.0, 0.0)
     wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path), "--json"])
     diff = json.loads(capsys.readouterr().out)
     b_scores = wic.wic_scores(BiLM.from_files(other.options_path, other.weights_path), str(tmp_path))
     for view, d in diff.items():
         assert d["b"] == pytest.approx(b_scores[view]["dev_accuracy"])
+        assert d["train_cv"]["b"] == pytest.approx(b_scores[view]["train_cv_accuracy"])
     wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path)])
     table = capsys.readouterr().out
     assert "paired-bootstrap" in table and len(table.strip().splitlines()) == 2 + len(diff)
@@ -128,3 +131,42 @@ def test_compare_is_a_minus_b_per_view():
     assert (diff["2"]["a"], diff["2"]["b"]) == (75.0, 25.0)
     assert diff["2"]["difference"] == pytest.approx(50.0) and 0 < diff["2"]["low"] <= 50.0 <= diff["2"]["high"]
     assert (diff["mean"]["difference"], diff["mean"]["low"], diff["mean"]["high"]) == (0.0, 0.0, 0.0)
+
+
+def test_cross_validated_threshold_scores_each_item_out_of_fold():
+    """cv_correct(): each item is scored by a threshold tuned without it. Separable data stay all
+    correct; an item that only a threshold fitted to itself gets right is wrong out of fold."""
+    wic = _wic()
+    cos = numpy.concatenate([numpy.linspace(0.0, 0.4, 20), numpy.linspace(0.6, 1.0, 20)])
+    gold = cos > 0.5  # separable with a gap, so no held-out item sits on a tuned cut
+    assert wic.cv_correct(cos, gold).all()
+    # one "same" pair below every "different" pair: in-sample the best cut still misses it, and
+    # out of fold it is wrong too; the other 39 stay right
+    gold_odd = gold.copy()
+    gold_odd[0] = True
+    correct = wic.cv_correct(cos, gold_odd)
+    assert not correct[0] and correct[1:].all()
+    # leave-one-out (folds = n) on F, T, F: without the first item the cut falls below everything
+    # (all "same"), without the second above everything, without the third between 0.1 and 0.2;
+    # each held-out item is then wrong, though in-sample a cut gets 2 of 3 right
+    loo = wic.cv_correct(numpy.array([0.1, 0.2, 0.3]), numpy.array([False, True, False]), folds=3)
+    assert not loo.any()
+    assert wic.cv_correct(cos, gold, seed=1).shape == (40,)
+    with pytest.raises(ValueError, match="at least 2 items"):
+        wic.cv_correct(cos[:1], gold[:1])
+
+
+def test_scores_carry_the_train_cv_accuracy(tmp_path, tiny_model):
+    """wic_scores(): the train CV accuracy is the mean of the per-pair out-of-fold results, and
+    the per-pair arrays stay out of the JSON form."""
+    wic = _wic()
+    _write(tmp_path, "train", ROWS * 3, ["F", "T", "F", "T"] * 3)
+    _write(tmp_path, "dev", ROWS[::-1], ["T", "F", "T", "F"])
+    bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
+    full = wic.wic_scores(bilm, str(tmp_path), items=True)
+    plain = wic.wic_scores(bilm, str(tmp_path))
+    for view, s in full.items():
+        assert s["train_cv_correct"].shape == (12,)
+        assert s["train_cv_accuracy"] == pytest.approx(100 * s["train_cv_correct"].mean())
+        assert plain[view]["train_cv_accuracy"] == s["train_cv_accuracy"]
+        assert not any(k.endswith("correct") for k in plain[view])

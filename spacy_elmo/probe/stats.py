@@ -38,5 +38,6 @@ def layer_split(scores: Dict[str, dict], top: str, seed: int = 0) -> Dict[str, f
 
 
 def strip_items(scores: Dict[str, dict]) -> Dict[str, dict]:
-    """The scores without their per-item "correct" arrays (what goes into the JSON)."""
-    return {view: {k: v for k, v in s.items() if k != "correct"} for view, s in scores.items()}
+    """The scores without their per-item arrays ("correct", "train_cv_correct": what goes into
+    the JSON)."""
+    return {view: {k: v for k, v in s.items() if not k.endswith("correct")} for view, s in scores.items()}
