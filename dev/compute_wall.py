@@ -1,0 +1,189 @@
+"""Where the default model's compute wall is: perplexity and WiC against tokens seen, one PNG.
+
+    python dev/compute_wall.py [RECORD.json] [OUT.png] [--tokens-per-second N]
+
+RECORD: every decayed candidate evaluated so far (default dev/default_model_candidates.json).
+OUT: default docs/img/en_elmo_small_compute_wall.png.
+
+Prints, per lineage, a power law of full held-out perplexity in tokens seen,
+log(ppl) = a + b * log(tokens) (least squares over the lineage's candidates at its current width:
+a widening warm start changes the curve), with no irreducible term, so its extrapolation is the
+optimistic one: the tokens at which it reaches the issue's target perplexity 50, and the hours
+that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 cores in session 10,
+11.2M tokens in 71 minutes including its evaluations). Then, over all candidates, the
+least-squares slope of WiC dev accuracy against log2(tokens) (points per doubling of tokens) with
+its 95% interval (Student t, n - 2 degrees of freedom), for the top layer and the layer average.
+Left panel: perplexity (log-log), fits dashed, the target dotted. Right panel: WiC dev with 95%
+binomial intervals (638 pairs), train-CV where measured (hollow), the target 57.0, and the
+published ELMo (57.7) and random-weight biLM (53.8) on WiC test for reference.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, ".."))
+DEFAULT_RECORD = os.path.join(HERE, "default_model_candidates.json")
+DEFAULT_OUT = os.path.join(ROOT, "docs", "img", "en_elmo_small_compute_wall.png")
+TARGET_PPL, TARGET_WIC = 50.0, 57.0
+PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho-Collados 2019; issue 10
+
+
+def load_record(path: str) -> dict:
+    """The candidates record; raises ValueError naming the entry if one lacks a required key."""
+    record = json.load(open(path, encoding="utf-8"))
+    for i, c in enumerate(record["candidates"]):
+        missing = {"run", "lineage", "tokens", "perplexity", "wic_dev"} - set(c)
+        if missing:
+            raise ValueError(f"{path}: candidate {i} lacks {sorted(missing)}")
+    return record
+
+
+def power_law_fit(tokens, ppl):
+    """(a, b) of log(ppl) = a + b * log(tokens), least squares. Needs 2+ distinct token counts."""
+    b, a = numpy.polyfit(numpy.log(numpy.asarray(tokens, float)), numpy.log(numpy.asarray(ppl, float)), 1)
+    return float(a), float(b)
+
+
+def tokens_for(ppl: float, fit) -> float:
+    """Tokens at which the fit reaches `ppl`; inf if the fit does not fall (b >= 0)."""
+    a, b = fit
+    return math.exp((math.log(ppl) - a) / b) if b < 0 else math.inf
+
+
+def slope_per_doubling(tokens, accuracy):
+    """(slope, low, high, intercept): least-squares change of `accuracy` per doubling of `tokens`,
+    with its 95% interval (Student t on n - 2 degrees of freedom), and the fit's value at 1 token
+    (accuracy = intercept + slope * log2(tokens)). Needs 3+ points. The candidates share WiC's
+    638 dev pairs, so their errors are correlated and the interval is narrower than it should be."""
+    from scipy import stats
+
+    x, y = numpy.log2(numpy.asarray(tokens, float)), numpy.asarray(accuracy, float)
+    fit = stats.linregress(x, y)
+    half = stats.t.ppf(0.975, len(x) - 2) * fit.stderr
+    return float(fit.slope), float(fit.slope - half), float(fit.slope + half), float(fit.intercept)
+
+
+def binomial_halfwidth(percent: float, n: int) -> float:
+    """Half-width (points) of the normal-approximation 95% interval of an accuracy over n items."""
+    p = percent / 100.0
+    return 100.0 * 1.96 * math.sqrt(p * (1 - p) / n)
+
+
+def _lineages(record):
+    """{lineage name: its candidates in the record's order}."""
+    out = {}
+    for c in record["candidates"]:
+        for name in c["lineage"]:
+            out.setdefault(name, []).append(c)
+    return out
+
+
+def current_shape(cands):
+    """The candidates of a lineage at its last candidate's width: a widening warm start changes
+    the curve, so a fit spans one shape only."""
+    width = cands[-1].get("projection_dim")
+    return [c for c in cands if c.get("projection_dim") == width]
+
+
+def report(record, tokens_per_second: float) -> list:
+    """The printed lines: one per lineage fit, one per WiC view."""
+    lines = []
+    for name, cands in _lineages(record).items():
+        cands = current_shape(cands)
+        if len({c["tokens"] for c in cands}) < 2:
+            continue
+        fit = power_law_fit([c["tokens"] for c in cands], [c["perplexity"] for c in cands])
+        need = tokens_for(TARGET_PPL, fit)
+        last = max(c["tokens"] for c in cands)
+        hours = (need - last) / tokens_per_second / 3600 if math.isfinite(need) else math.inf
+        lines.append(f"{name}: perplexity ~ tokens^{fit[1]:.3f} over its {len(cands)} candidates at projection "
+                     f"{cands[-1].get('projection_dim')}; reaches "
+                     f"{TARGET_PPL:.0f} at {need / 1e6:,.0f}M tokens ({max(0.0, hours):,.1f} h more at "
+                     f"{tokens_per_second:,.0f} tokens/s after {last / 1e6:.1f}M)")
+    for view, label in (("2", "top layer"), ("mean", "layer average")):
+        pts = [(c["tokens"], c["wic_dev"][view]) for c in record["candidates"] if c["wic_dev"].get(view) is not None]
+        slope, lo, hi, intercept = slope_per_doubling(*zip(*pts))
+        reach = ""
+        if slope > 0:
+            reach = f"; at this slope {TARGET_WIC} at {2 ** ((TARGET_WIC - intercept) / slope) / 1e6:,.0f}M tokens"
+        lines.append(f"WiC dev, {label}: {slope:+.2f} points per doubling of tokens [{lo:+.2f}, {hi:+.2f}] "
+                     f"over {len(pts)} candidates ({min(p[1] for p in pts):.1f}-{max(p[1] for p in pts):.1f}){reach}")
+    return lines
+
+
+def _plain_ticks(axis, values) -> None:
+    """Plain numbers as the ticks of a log axis (no 10^x labels)."""
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    axis.set_major_locator(FixedLocator(values))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(ScalarFormatter())
+
+
+def plot(record, out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for k, (name, cands) in enumerate(_lineages(record).items()):
+        xs = numpy.array([c["tokens"] for c in cands], float)
+        ax.plot(xs / 1e6, [c["perplexity"] for c in cands], "o", color=f"C{k}", label=name)
+        same = current_shape(cands)
+        xs = numpy.array([c["tokens"] for c in same], float)
+        if len(set(xs)) > 1:
+            fit = power_law_fit(xs, [c["perplexity"] for c in same])
+            grid = numpy.geomspace(xs.min(), max(xs.max(), min(tokens_for(TARGET_PPL, fit), 1e10)), 50)
+            ax.plot(grid / 1e6, numpy.exp(fit[0] + fit[1] * numpy.log(grid)), "--", color=f"C{k}", lw=1,
+                    label=f"fit: tokens^{fit[1]:.2f}")
+    ax.axhline(TARGET_PPL, color="grey", ls=":", label="target 50")
+    ax.set_xscale("log"), ax.set_yscale("log")
+    _plain_ticks(ax.xaxis, [30, 40, 50, 60, 80, 100, 150])
+    _plain_ticks(ax.yaxis, [50, 55, 60, 65, 70, 75, 80])
+    ax.set_xlabel("tokens seen (millions, log)"), ax.set_ylabel("full held-out perplexity (log)")
+    ax.legend(fontsize=8)
+    n_dev, n_cv = record["wic_dev_pairs"], record["wic_train_pairs"]
+    for view, marker, color, shift in (("2", "s", "C3", 0.99), ("mean", "^", "C2", 1.01)):
+        cands = [c for c in record["candidates"] if c["wic_dev"].get(view) is not None]
+        xs = numpy.array([c["tokens"] for c in cands]) / 1e6 * shift
+        ys = [c["wic_dev"][view] for c in cands]
+        ax2.errorbar(xs, ys, yerr=[binomial_halfwidth(y, n_dev) for y in ys], fmt=marker, color=color, capsize=2,
+                     label=f"dev, {'top layer' if view == '2' else 'layer average'}")
+        cv = [c for c in cands if (c.get("wic_train_cv") or {}).get(view) is not None]
+        ax2.errorbar([c["tokens"] / 1e6 * shift for c in cv], [c["wic_train_cv"][view] for c in cv],
+                     yerr=[binomial_halfwidth(c["wic_train_cv"][view], n_cv) for c in cv], fmt=marker, mfc="none",
+                     color=color, capsize=2, label=f"train CV, {'top layer' if view == '2' else 'layer average'}")
+    ax2.axhline(TARGET_WIC, color="grey", ls=":", label="target 57.0 (dev)")
+    ax2.axhline(PUBLISHED_ELMO_WIC, color="k", ls="--", lw=0.8, label="published ELMo, test")
+    ax2.axhline(RANDOM_BILM_WIC, color="k", ls="-.", lw=0.8, label="random-weight biLM, test")
+    ax2.set_xscale("log"), ax2.set_ylim(50, 64)
+    _plain_ticks(ax2.xaxis, [30, 40, 50, 60, 80, 100, 150])
+    ax2.set_xlabel("tokens seen (millions, log)"), ax2.set_ylabel("WiC accuracy (%), 95% CI")
+    ax2.legend(fontsize=7, loc="upper left", ncol=2)
+    fig.suptitle("en_elmo_small candidates: held-out perplexity and WiC against tokens seen")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("record", nargs="?", default=DEFAULT_RECORD)
+    ap.add_argument("out", nargs="?", default=DEFAULT_OUT)
+    ap.add_argument("--tokens-per-second", type=float, default=2600.0)
+    args = ap.parse_args(argv)
+    record = load_record(args.record)
+    for line in report(record, args.tokens_per_second):
+        print(line)
+    plot(record, args.out)
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,79 @@
+"""dev/compute_wall.py and its record dev/default_model_candidates.json."""
+import json
+import math
+
+import pytest
+
+from helpers import REPO, load_script
+
+
+def _wall():
+    return load_script("dev/compute_wall.py")
+
+
+def test_power_law_fit_recovers_an_exact_power_law():
+    wall = _wall()
+    tokens = [1e7, 3e7, 1e8]
+    ppl = [math.exp(6.0) * t ** -0.3 for t in tokens]
+    a, b = wall.power_law_fit(tokens, ppl)
+    assert a == pytest.approx(6.0) and b == pytest.approx(-0.3)
+    assert wall.tokens_for(ppl[1], (a, b)) == pytest.approx(3e7, rel=1e-9)
+    assert wall.tokens_for(50.0, (a, 0.1)) == math.inf  # a curve that does not fall never gets there
+
+
+def test_slope_per_doubling_is_exact_on_a_line_and_brackets_noisy_data():
+    wall = _wall()
+    tokens = [1e7, 2e7, 4e7, 8e7]
+    slope, lo, hi, intercept = wall.slope_per_doubling(tokens, [50 + 0.5 * math.log2(t) for t in tokens])
+    assert (slope, intercept) == (pytest.approx(0.5), pytest.approx(50.0))
+    assert lo == pytest.approx(0.5) and hi == pytest.approx(0.5)
+    slope, lo, hi, _ = wall.slope_per_doubling(tokens, [56.0, 57.0, 56.0, 57.0])
+    assert lo < slope < hi and slope == pytest.approx(0.2) and hi - slope == pytest.approx(slope - lo)
+
+
+def test_binomial_halfwidth():
+    assert _wall().binomial_halfwidth(50.0, 100) == pytest.approx(9.8)
+
+
+def test_load_record_names_a_candidate_without_a_required_key(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"candidates": [{"run": 1, "lineage": ["a"], "tokens": 1, "wic_dev": {}}]}))
+    with pytest.raises(ValueError, match="candidate 0 lacks \\['perplexity'\\]"):
+        _wall().load_record(str(path))
+
+
+def _record():
+    return _wall().load_record(str(REPO / "dev" / "default_model_candidates.json"))
+
+
+def test_the_record_matches_the_shipped_model():
+    """The last released candidate is the model in the package: same tokens, same perplexity."""
+    meta = json.loads((REPO / "spacy_elmo" / "models" / "en_elmo_small" / "meta.json").read_text())
+    shipped = [c for c in _record()["candidates"] if c["released"]][-1]
+    lineage_tokens = meta["training"]["tokens_seen"]
+    node = meta.get("init_from")
+    while node:
+        lineage_tokens += node["training"]["tokens_seen"]
+        node = node.get("init_from")
+    assert shipped["tokens"] == lineage_tokens
+    assert shipped["perplexity"] == round(meta["heldout"]["perplexity"], 2)
+    assert shipped["projection_dim"] == meta["options"]["lstm"]["projection_dim"]
+
+
+def test_every_wic_number_is_an_accuracy_over_the_pairs():
+    """A typo would show: not every 0.1 is k/638 (or k/5,428) rounded."""
+    record = _record()
+    for c in record["candidates"]:
+        for key, n in (("wic_dev", record["wic_dev_pairs"]), ("wic_train_cv", record["wic_train_pairs"])):
+            for view, acc in (c.get(key) or {}).items():
+                if acc is not None:
+                    assert any(round(100 * k / n, 1) == acc for k in range(n + 1)), (c["run"], c["step"], key, view)
+
+
+def test_main_prints_the_fits_and_writes_the_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "wall.png"
+    _wall().main([str(REPO / "dev" / "default_model_candidates.json"), str(out)])
+    printed = capsys.readouterr().out
+    assert "runs 1-4: perplexity ~ tokens^-0." in printed and "WiC dev, top layer:" in printed
+    assert out.stat().st_size > 10_000
