@@ -34,8 +34,11 @@ PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho
 
 
 def load_record(path: str) -> dict:
-    """The candidates record; raises ValueError naming the entry if one lacks a required key."""
+    """The candidates record. Raises OSError for an unreadable file; ValueError for invalid JSON,
+    a record without a 'candidates' list, or an entry that lacks a required key (named)."""
     record = json.load(open(path, encoding="utf-8"))
+    if not isinstance(record, dict) or not isinstance(record.get("candidates"), list):
+        raise ValueError(f"{path}: no 'candidates' list (see dev/default_model_candidates.json)")
     for i, c in enumerate(record["candidates"]):
         missing = {"run", "lineage", "tokens", "perplexity", "wic_dev"} - set(c)
         if missing:
@@ -178,7 +181,10 @@ def main(argv=None):
     ap.add_argument("out", nargs="?", default=DEFAULT_OUT)
     ap.add_argument("--tokens-per-second", type=float, default=2600.0)
     args = ap.parse_args(argv)
-    record = load_record(args.record)
+    try:
+        record = load_record(args.record)
+    except (OSError, ValueError) as err:  # json.JSONDecodeError is a ValueError
+        sys.exit(f"compute_wall.py: {err}")
     for line in report(record, args.tokens_per_second):
         print(line)
     plot(record, args.out)

@@ -70,7 +70,10 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(args.threads)
-    s = gap(args.run_dir, args.model_dir, args.tokens)
+    try:
+        s = gap(args.run_dir, args.model_dir, args.tokens)
+    except (OSError, ValueError) as err:  # missing run or model files, corrupt weights
+        sys.exit(f"train_heldout_gap.py: {err}")
     for name in ("train", "heldout"):
         print(f"{name:8s} perplexity {s[name]['perplexity']:.2f} (fwd {s[name]['forward']:.2f}, "
               f"bwd {s[name]['backward']:.2f}) on {s[name]['tokens']:,} tokens")

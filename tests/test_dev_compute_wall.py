@@ -40,6 +40,14 @@ def test_load_record_names_a_candidate_without_a_required_key(tmp_path):
     path.write_text(json.dumps({"candidates": [{"run": 1, "lineage": ["a"], "tokens": 1, "wic_dev": {}}]}))
     with pytest.raises(ValueError, match="candidate 0 lacks \\['perplexity'\\]"):
         _wall().load_record(str(path))
+    path.write_text("{}")
+    with pytest.raises(ValueError, match="no 'candidates' list"):
+        _wall().load_record(str(path))
+
+
+def test_main_refuses_a_bad_record_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit, match=r"^compute_wall.py: .*No such file.*missing.json"):
+        _wall().main([str(tmp_path / "missing.json"), str(tmp_path / "out.png")])
 
 
 def _record():

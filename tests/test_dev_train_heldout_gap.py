@@ -50,3 +50,5 @@ def test_a_model_that_memorised_its_text_shows_a_gap(tmp_path):
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.cfg not found: give a pretraining output directory"):
         _gap().gap(str(tmp_path))
+    with pytest.raises(SystemExit, match="^train_heldout_gap.py: .*config.cfg not found"):
+        _gap().main([str(tmp_path)])
