@@ -30,6 +30,7 @@ ROOT = os.path.normpath(os.path.join(HERE, ".."))
 DEFAULT_RECORD = os.path.join(HERE, "default_model_candidates.json")
 DEFAULT_OUT = os.path.join(ROOT, "docs", "img", "en_elmo_small_compute_wall.png")
 TARGET_PPL, TARGET_WIC = 50.0, 57.0
+TOP = "2"  # the record's key of the top layer (a 2-layer biLM: "0" char CNN, "1", "2")
 PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho-Collados 2019; issue 10
 
 
@@ -108,7 +109,7 @@ def report(record, tokens_per_second: float) -> list:
                      f"{cands[-1].get('projection_dim')}; reaches "
                      f"{TARGET_PPL:.0f} at {need / 1e6:,.0f}M tokens ({max(0.0, hours):,.1f} h more at "
                      f"{tokens_per_second:,.0f} tokens/s after {last / 1e6:.1f}M)")
-    for view, label in (("2", "top layer"), ("mean", "layer average")):
+    for view, label in ((TOP, "top layer"), ("mean", "layer average")):
         pts = [(c["tokens"], c["wic_dev"][view]) for c in record["candidates"] if c["wic_dev"].get(view) is not None]
         slope, lo, hi, intercept = slope_per_doubling(*zip(*pts))
         reach = ""
@@ -135,6 +136,16 @@ def plot(record, out: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.5))
+    _plot_perplexity(ax, record)
+    _plot_wic(ax2, record)
+    fig.suptitle("en_elmo_small candidates: held-out perplexity and WiC against tokens seen")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    fig.savefig(out, dpi=110)
+
+
+def _plot_perplexity(ax, record) -> None:
+    """Perplexity per lineage (log-log), its fit at the current width (dashed), the target."""
     for k, (name, cands) in enumerate(_lineages(record).items()):
         xs = numpy.array([c["tokens"] for c in cands], float)
         ax.plot(xs / 1e6, [c["perplexity"] for c in cands], "o", color=f"C{k}", label=name)
@@ -151,17 +162,21 @@ def plot(record, out: str) -> None:
     _plain_ticks(ax.yaxis, [50, 55, 60, 65, 70, 75, 80])
     ax.set_xlabel("tokens seen (millions, log)"), ax.set_ylabel("full held-out perplexity (log)")
     ax.legend(fontsize=8)
+
+
+def _plot_wic(ax2, record) -> None:
+    """WiC dev (filled) and train CV (hollow) per view with 95% intervals, target and references."""
     n_dev, n_cv = record["wic_dev_pairs"], record["wic_train_pairs"]
-    for view, marker, color, shift in (("2", "s", "C3", 0.99), ("mean", "^", "C2", 1.01)):
+    for view, marker, color, shift in ((TOP, "s", "C3", 0.99), ("mean", "^", "C2", 1.01)):
         cands = [c for c in record["candidates"] if c["wic_dev"].get(view) is not None]
         xs = numpy.array([c["tokens"] for c in cands]) / 1e6 * shift
         ys = [c["wic_dev"][view] for c in cands]
         ax2.errorbar(xs, ys, yerr=[binomial_halfwidth(y, n_dev) for y in ys], fmt=marker, color=color, capsize=2,
-                     label=f"dev, {'top layer' if view == '2' else 'layer average'}")
+                     label=f"dev, {'top layer' if view == TOP else 'layer average'}")
         cv = [c for c in cands if (c.get("wic_train_cv") or {}).get(view) is not None]
         ax2.errorbar([c["tokens"] / 1e6 * shift for c in cv], [c["wic_train_cv"][view] for c in cv],
                      yerr=[binomial_halfwidth(c["wic_train_cv"][view], n_cv) for c in cv], fmt=marker, mfc="none",
-                     color=color, capsize=2, label=f"train CV, {'top layer' if view == '2' else 'layer average'}")
+                     color=color, capsize=2, label=f"train CV, {'top layer' if view == TOP else 'layer average'}")
     ax2.axhline(TARGET_WIC, color="grey", ls=":", label="target 57.0 (dev)")
     ax2.axhline(PUBLISHED_ELMO_WIC, color="k", ls="--", lw=0.8, label="published ELMo, test")
     ax2.axhline(RANDOM_BILM_WIC, color="k", ls="-.", lw=0.8, label="random-weight biLM, test")
@@ -169,10 +184,6 @@ def plot(record, out: str) -> None:
     _plain_ticks(ax2.xaxis, [30, 40, 50, 60, 80, 100, 150])
     ax2.set_xlabel("tokens seen (millions, log)"), ax2.set_ylabel("WiC accuracy (%), 95% CI")
     ax2.legend(fontsize=7, loc="upper left", ncol=2)
-    fig.suptitle("en_elmo_small candidates: held-out perplexity and WiC against tokens seen")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    fig.savefig(out, dpi=110)
 
 
 def main(argv=None):
