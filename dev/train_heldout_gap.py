@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Optional
 
 import numpy
 
@@ -41,9 +42,11 @@ def every_kth(split: Split, n_tokens: int) -> Split:
     return Split(tokens, offsets)
 
 
-def gap(run_dir: str, model_dir: str = None, n_tokens: int = 0) -> dict:
+def gap(run_dir: str, model_dir: Optional[str] = None, n_tokens: int = 0) -> dict:
     """{"train": evaluate(...) on seen sentences, "heldout": evaluate(...), "ratio": train / held-out
-    perplexity}. Raises FileNotFoundError if RUN_DIR has no config.cfg."""
+    perplexity}. Raises FileNotFoundError if RUN_DIR has no config.cfg (or the model a file),
+    ValueError if the run has no held-out split. A run directory without its corpus/ cache is
+    tokenised again (minutes for the shared corpus)."""
     out = Path(run_dir)
     if not (out / "config.cfg").is_file():
         raise FileNotFoundError(f"{out / 'config.cfg'} not found: give a pretraining output directory")
@@ -51,6 +54,8 @@ def gap(run_dir: str, model_dir: str = None, n_tokens: int = 0) -> dict:
     lm, words = load_model(model_dir or str(out / "model"))
     type_to_word, char_table = map_types_to_words(corpus["types"], words), type_char_ids(corpus["types"])
     heldout = corpus["heldout"]
+    if not heldout.n_tokens:
+        raise ValueError(f"{out}: the run has no held-out split (its [corpus] heldout_every is 0)")
     if n_tokens:
         heldout = every_kth(heldout, n_tokens)
     train = every_kth(corpus["train"], heldout.n_tokens)

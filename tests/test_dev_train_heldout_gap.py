@@ -8,7 +8,7 @@ from spacy_elmo.pretrain.corpus import Split
 from spacy_elmo.pretrain.train import pretrain
 
 from helpers import load_script
-from test_pretrain import TINY
+from test_pretrain import SENTENCES, TINY
 
 
 def _gap():
@@ -52,3 +52,14 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path):
         _gap().gap(str(tmp_path))
     with pytest.raises(SystemExit, match="^train_heldout_gap.py: .*config.cfg not found"):
         _gap().main([str(tmp_path)])
+
+
+def test_a_run_without_held_out_text_is_refused(tmp_path):
+    path = tmp_path / "text.txt.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("\n".join(SENTENCES * 20) + "\n")
+    overrides = dict(TINY, **{"corpus.paths": [str(path)], "training.max_steps": 2, "training.eval_every_steps": 0,
+                              "corpus.heldout_every": 0})
+    pretrain(str(tmp_path / "run"), overrides=overrides, progress=False)
+    with pytest.raises(ValueError, match="the run has no held-out split"):
+        _gap().gap(str(tmp_path / "run"))
