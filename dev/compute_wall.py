@@ -112,8 +112,8 @@ def report(record, tokens_per_second: float) -> list:
     for view, label in ((TOP, "top layer"), ("mean", "layer average")):
         pts = [(c["tokens"], c["wic_dev"][view]) for c in record["candidates"] if c["wic_dev"].get(view) is not None]
         slope, lo, hi, intercept = slope_per_doubling(*zip(*pts))
-        reach = ""
-        if slope > 0:
+        reach = "; no trend (the interval holds 0): this curve does not say when it reaches " + str(TARGET_WIC)
+        if lo > 0:
             reach = f"; at this slope {TARGET_WIC} at {2 ** ((TARGET_WIC - intercept) / slope) / 1e6:,.0f}M tokens"
         lines.append(f"WiC dev, {label}: {slope:+.2f} points per doubling of tokens [{lo:+.2f}, {hi:+.2f}] "
                      f"over {len(pts)} candidates ({min(p[1] for p in pts):.1f}-{max(p[1] for p in pts):.1f}){reach}")

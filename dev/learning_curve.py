@@ -1,9 +1,12 @@
 """Learning curve of a shipped model and its warm-start lineage: one PNG.
 
-    python dev/learning_curve.py [MODEL_DIR] [OUT.png]
+    python dev/learning_curve.py [MODEL_DIR | RUN_DIR] [OUT.png] [--wic]
 
 Defaults: spacy_elmo/models/en_elmo_small and its docs image
-(docs/img/en_elmo_small_learning_curve.png; images stay out of the package).
+(docs/img/en_elmo_small_learning_curve.png; images stay out of the package). A pretraining run
+directory (or its model/) that is not shipped yet is followed back through its config.cfg's
+``init_from`` the way dev/ship_default_model.py records a release's lineage; ``--wic`` measures
+WiC (dev/wic.py, about a minute per model) for the models of the lineage without it.
 Left axis: held-out perplexity on the first 30k held-out tokens (meta.json ``history``, every
 evaluation of every run in the lineage) against the tokens seen since training from scratch.
 Right axis: WiC dev accuracy (top layer and layer average; threshold tuned on train) where a
@@ -12,9 +15,27 @@ release recorded it (``evaluation.wic``). Vertical lines mark warm starts.
 import json
 import os
 import sys
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..")
+
+
+def load_meta(model_dir: str, measure_wic: bool = False) -> dict:
+    """meta.json of a shipped model, or of a run's model with its lineage (dev/ship_default_model.py).
+    Raises SystemExit (one line) when there is no meta.json."""
+    path = Path(model_dir)
+    if (path / "model" / "meta.json").is_file():
+        path = path / "model"
+    if not (path / "meta.json").is_file():
+        raise SystemExit(f"{model_dir}: no meta.json (pass a shipped model's folder or a pretraining run directory)")
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    if "init_from" in meta and not measure_wic:
+        return meta
+    sys.path.insert(0, HERE)
+    import ship_default_model
+
+    return ship_default_model._source_meta(path, None, measure_wic)
 
 
 def lineage(meta: dict):
@@ -33,13 +54,13 @@ def lineage(meta: dict):
 
 
 def main(model_dir=os.path.join(ROOT, "spacy_elmo", "models", "en_elmo_small"),
-         out=os.path.join(ROOT, "docs", "img", "en_elmo_small_learning_curve.png")):
+         out=os.path.join(ROOT, "docs", "img", "en_elmo_small_learning_curve.png"), measure_wic=False):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    meta = json.load(open(os.path.join(model_dir, "meta.json"), encoding="utf-8"))
+    meta = load_meta(model_dir, measure_wic)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax2 = ax.twinx()
     wic_x, wic_top, wic_mean = [], [], []
@@ -58,6 +79,8 @@ def main(model_dir=os.path.join(ROOT, "spacy_elmo", "models", "en_elmo_small"),
             wic_mean.append(wic["mean"]["dev_accuracy"])
     ax2.plot(wic_x, wic_top, "s--", color="C3", label="WiC dev, top layer")
     ax2.plot(wic_x, wic_mean, "^--", color="C2", label="WiC dev, layer average")
+    if wic_x:  # a fixed 10-point span: WiC dev's 95% interval for one model is about +-3.9 points
+        ax2.set_ylim(min(50.0, min(wic_top + wic_mean) - 1), max(60.0, max(wic_top + wic_mean) + 1))
     ax.set_xlabel("tokens seen (millions, from scratch; dotted: warm start of the next run)")
     ax.set_ylabel("held-out perplexity")
     ax2.set_ylabel("WiC dev accuracy (%)")
@@ -72,4 +95,4 @@ def main(model_dir=os.path.join(ROOT, "spacy_elmo", "models", "en_elmo_small"),
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    main(*[a for a in sys.argv[1:] if a != "--wic"], measure_wic="--wic" in sys.argv[1:])

@@ -20,6 +20,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt", "meta.json"]
@@ -57,19 +58,19 @@ def _init_from(run_dir: Path):
     return path if path.is_absolute() or path.exists() else ROOT / path  # configs name paths from the repo root
 
 
-def _source_meta(model_dir: Path, dst: Path) -> dict:
+def _source_meta(model_dir: Path, dst: Optional[Path] = None, measure_wic: bool = True) -> dict:
     """meta.json of a warm start's source model, with its own lineage under ``init_from``, and
-    WiC measured where it is missing. ``dst`` (the release being replaced) carries its lineage
-    already; a run's model/ directory is followed through the run's config.cfg."""
+    WiC measured where it is missing (if ``measure_wic``). ``dst`` (the release being replaced)
+    carries its lineage already; a run's model/ directory is followed through the run's config.cfg."""
     meta = json.loads((model_dir / "meta.json").read_text())
-    if "wic" not in meta.get("evaluation", {}):
+    if measure_wic and "wic" not in meta.get("evaluation", {}):
         scores = _wic(model_dir)
         if scores is not None:
             meta.setdefault("evaluation", {})["wic"] = {"split": WIC_SPLIT, **scores}
-    if model_dir.resolve() != dst.resolve() and "init_from" not in meta:
+    if (dst is None or model_dir.resolve() != dst.resolve()) and "init_from" not in meta:
         parent = _init_from(model_dir.parent) if model_dir.name == "model" else None
         if parent is not None and (parent / "meta.json").is_file():
-            meta["init_from"] = _source_meta(parent, dst)
+            meta["init_from"] = _source_meta(parent, dst, measure_wic)
     if "init_from" in meta:
         previous = meta["init_from"]
         meta["training"]["tokens_seen_total"] = meta["training"]["tokens_seen"] + previous["training"].get(

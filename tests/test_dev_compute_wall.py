@@ -85,3 +85,14 @@ def test_main_prints_the_fits_and_writes_the_png(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "runs 1-4: perplexity ~ tokens^-0." in printed and "WiC dev, top layer:" in printed
     assert out.stat().st_size > 10_000
+
+
+def test_report_extrapolates_wic_only_where_the_trend_is_clear():
+    """No "57.0 at N tokens" from a slope whose interval holds 0 (it would be any number at all)."""
+    tokens = [1e7, 2e7, 4e7, 8e7]
+    cands = [{"run": 1, "lineage": ["a"], "tokens": t, "projection_dim": 256, "perplexity": 100.0 / (k + 1),
+              "wic_dev": {"2": 55.0 + 0.5 * k, "mean": [56.0, 57.0, 56.0, 57.0][k]}}
+             for k, t in enumerate(tokens)]
+    top, mean = _wall().report({"candidates": cands}, 2600.0)[-2:]
+    assert top.startswith("WiC dev, top layer: +0.50") and "57.0 at 160M tokens" in top
+    assert mean.startswith("WiC dev, layer average: +0.20") and "no trend (the interval holds 0)" in mean
