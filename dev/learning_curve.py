@@ -6,7 +6,9 @@ Defaults: spacy_elmo/models/en_elmo_small and its docs image
 (docs/img/en_elmo_small_learning_curve.png; images stay out of the package). A pretraining run
 directory (or its model/) that is not shipped yet is followed back through its config.cfg's
 ``init_from`` the way dev/ship_default_model.py records a release's lineage; ``--wic`` measures
-WiC (dev/wic.py, about a minute per model) for the models of the lineage without it.
+WiC (dev/wic.py, about a minute per model) for the models of the lineage without it. A running
+run rewrites its model/ at every checkpoint: to draw a decayed candidate later, copy its model/
+into a folder of its own with the run's config.cfg beside it, and pass that folder.
 Left axis: held-out perplexity on the first 30k held-out tokens (meta.json ``history``, every
 evaluation of every run in the lineage) against the tokens seen since training from scratch.
 Right axis: WiC dev accuracy (top layer and layer average; threshold tuned on train) where a
