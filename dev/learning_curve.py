@@ -12,9 +12,8 @@ into a folder of its own with the run's config.cfg beside it, and pass that fold
 Left axis: held-out perplexity on the first 30k held-out tokens (meta.json ``history``, every
 evaluation of every run in the lineage) against the tokens seen since training from scratch.
 Right axis: WiC dev accuracy (top layer and layer average; threshold tuned on train) where a
-release recorded it (``evaluation.wic``). Vertical lines mark warm starts.
+release recorded it (``evaluation.wic``) or ``--wic`` measured it. Vertical lines mark warm starts.
 """
-import json
 import os
 import sys
 from pathlib import Path
@@ -31,9 +30,6 @@ def load_meta(model_dir: str, measure_wic: bool = False) -> dict:
         path = path / "model"
     if not (path / "meta.json").is_file():
         raise SystemExit(f"{model_dir}: no meta.json (pass a shipped model's folder or a pretraining run directory)")
-    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-    if "init_from" in meta and not measure_wic:
-        return meta
     sys.path.insert(0, HERE)
     import ship_default_model
 
