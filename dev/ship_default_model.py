@@ -109,19 +109,10 @@ def _to_float16(path: Path) -> None:
 
 def _heldout(src: Path, dst: Path) -> dict:
     """Perplexity of the shipped files on the run's whole held-out split (its corpus cache)."""
-    from spacy_elmo.pretrain.config import load_config
-    from spacy_elmo.pretrain.corpus import map_types_to_words, type_char_ids
-    from spacy_elmo.pretrain.corpus_cache import prepare_corpus
-    from spacy_elmo.pretrain.evaluation import evaluate
-    from spacy_elmo.pretrain.export import load_model
+    from spacy_elmo.pretrain.perplexity import run_scorer
 
-    cfg = load_config(src / "config.cfg")
-    corpus = prepare_corpus(cfg, src, progress=False)
-    lm, words = load_model(str(dst))
-    types = corpus["types"]
-    result = evaluate(lm, corpus["heldout"], type_char_ids(types), map_types_to_words(types, words), 0,
-                      int(cfg["training"]["tokens_per_batch"]))
-    return {**result, "files": "as shipped (after any float16 rounding)"}
+    corpus, score = run_scorer(str(src), str(dst))
+    return {**score(corpus["heldout"]), "files": "as shipped (after any float16 rounding)"}
 
 
 def _wic(dst: Path):

@@ -15,7 +15,6 @@ samples (default: the held-out size).
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Optional
 
 import numpy
@@ -23,11 +22,8 @@ import numpy
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from spacy_elmo.pretrain.config import load_config  # noqa: E402
-from spacy_elmo.pretrain.corpus import Split, map_types_to_words, type_char_ids  # noqa: E402
-from spacy_elmo.pretrain.corpus_cache import prepare_corpus  # noqa: E402
-from spacy_elmo.pretrain.evaluation import evaluate  # noqa: E402
-from spacy_elmo.pretrain.export import load_model  # noqa: E402
+from spacy_elmo.pretrain.corpus import Split  # noqa: E402
+from spacy_elmo.pretrain.perplexity import run_scorer  # noqa: E402
 
 
 def every_kth(split: Split, n_tokens: int) -> Split:
@@ -47,20 +43,14 @@ def gap(run_dir: str, model_dir: Optional[str] = None, n_tokens: int = 0) -> dic
     perplexity}. Raises FileNotFoundError if RUN_DIR has no config.cfg (or the model a file),
     ValueError if the run has no held-out split. A run directory without its corpus/ cache is
     tokenised again (minutes for the shared corpus)."""
-    out = Path(run_dir)
-    if not (out / "config.cfg").is_file():
-        raise FileNotFoundError(f"{out / 'config.cfg'} not found: give a pretraining output directory")
-    corpus = prepare_corpus(load_config(out / "config.cfg"), out, progress=False)
-    lm, words = load_model(model_dir or str(out / "model"))
-    type_to_word, char_table = map_types_to_words(corpus["types"], words), type_char_ids(corpus["types"])
+    corpus, score = run_scorer(run_dir, model_dir)
     heldout = corpus["heldout"]
     if not heldout.n_tokens:
-        raise ValueError(f"{out}: the run has no held-out split (its [corpus] heldout_every is 0)")
+        raise ValueError(f"{run_dir}: the run has no held-out split (its [corpus] heldout_every is 0)")
     if n_tokens:
         heldout = every_kth(heldout, n_tokens)
     train = every_kth(corpus["train"], heldout.n_tokens)
-    scores = {name: evaluate(lm, split, char_table, type_to_word, 0, 2000)
-              for name, split in (("train", train), ("heldout", heldout))}
+    scores = {"train": score(train), "heldout": score(heldout)}
     scores["ratio"] = scores["train"]["perplexity"] / scores["heldout"]["perplexity"]
     return scores
 
