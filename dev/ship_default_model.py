@@ -1,6 +1,6 @@
 """Copy a pretraining run's exported model into the package as a shipped model.
 
-usage: python dev/ship_default_model.py training/en_elmo_small [en_elmo_small] [--float16]
+usage: python dev/ship_default_model.py training/en_elmo_small [en_elmo_small] [--float16] [--demo METRICS_DIR]
 
 Copies model/{options.json,weights.hdf5,lm_head.hdf5,vocab.txt,meta.json} and the run's config.cfg
 into spacy_elmo/models/NAME/, writes ATTRIBUTION.md for the training text, and checks the 30 MB
@@ -13,8 +13,12 @@ If the run was warm-started (``[training] init_from``), the source model's meta.
 new one as ``init_from`` (its steps, tokens, held-out perplexity, history and evaluation), and so
 on back to the first run (the replaced release's meta.json carries its own lineage; a run's model
 directory is followed through its run's config.cfg); ``training.tokens_seen_total`` counts them
-all. With ../shared present, WiC (dev/wic.py) is measured for the new model and for any model of
-the lineage without it, and stored in ``evaluation.wic``.
+all, and so does ``training.lineage_tokens`` (the name the model card reads). With ../shared present,
+WiC (dev/wic.py) is measured for the new model and for any model of the lineage without it, and
+stored in ``evaluation.wic``; the blind sense set's top-layer 1-NN accuracy goes into
+``evaluation.senses``. ``--demo METRICS_DIR`` (``metrics/demo`` after ``spacy project run demo``
+with this model) stores the demo's dev scores in ``evaluation.demo``. Then ``python dev/model_card.py``
+writes the model card and the README's tables from that meta.json.
 """
 import json
 import shutil
@@ -126,7 +130,37 @@ def _wic(dst: Path):
     return wic.wic_scores(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"))
 
 
-def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False) -> None:
+DEMO_RUNS = [("tagger", "UD English-EWT, UPOS accuracy", "tagger-ewt", "tag_acc"),
+             ("ner", "CoNLL-2003, F1", "ner-conll", "ents_f")]
+
+
+def _demo(metrics_dir: Path) -> dict:
+    """The demo's dev scores (``spacy evaluate --output`` files in METRICS_DIR), in points."""
+    rows = []
+    for component, data, run, key in DEMO_RUNS:
+        scores = [json.loads((metrics_dir / f"{run}-{kind}.json").read_text())[key] for kind in ("base", "elmo")]
+        rows.append({"component": component, "data": data, "baseline": 100 * scores[0], "elmo": 100 * scores[1]})
+    cfg = (ROOT / "project.yml").read_text()
+    setting = ", ".join(f"{k} {_var(cfg, k)}" for k in ("demo_train_sents", "demo_dev_sents", "demo_max_steps"))
+    return {"rows": rows, "setting": setting + ", frozen biLM, seed 0"}
+
+
+def _var(project_yml: str, key: str) -> str:
+    line = next(line for line in project_yml.splitlines() if line.strip().startswith(key + ":"))
+    return line.split(":", 1)[1].strip()
+
+
+def _senses(dst: Path) -> dict:
+    sys.path.insert(0, str(ROOT / "dev"))
+    import release_gate
+
+    from spacy_elmo.bilm import BiLM
+
+    nn = release_gate.blind_nn(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"))
+    return {"blind_1nn": nn["words"], "blind_1nn_mean": nn["mean"]}
+
+
+def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False, demo: Optional[str] = None) -> None:
     src = Path(run_dir)
     dst = ROOT / "spacy_elmo" / "models" / name
     dst.mkdir(parents=True, exist_ok=True)
@@ -146,11 +180,15 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False) -> No
                                                        "evaluation", "init_from") if k in previous}
         meta["training"]["tokens_seen_total"] = meta["training"]["tokens_seen"] + previous["training"].get(
             "tokens_seen_total", previous["training"]["tokens_seen"])
+    meta["training"]["lineage_tokens"] = meta["training"].get("tokens_seen_total", meta["training"]["tokens_seen"])
     if (src / "corpus" / "key.json").is_file():
         meta["heldout_shipped"] = _heldout(src, dst)
     wic_scores = _wic(dst)
     if wic_scores is not None:
         meta.setdefault("evaluation", {})["wic"] = {"split": WIC_SPLIT, **wic_scores}
+    meta.setdefault("evaluation", {})["senses"] = _senses(dst)
+    if demo:
+        meta["evaluation"]["demo"] = _demo(Path(demo))
     (dst / "meta.json").write_text(json.dumps(meta, indent=2))
     shutil.copy2(src / "config.cfg", dst / "config.cfg")
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")
@@ -162,5 +200,12 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False) -> No
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--float16"]
-    main(*args, float16="--float16" in sys.argv[1:])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("name", nargs="?", default="en_elmo_small")
+    ap.add_argument("--float16", action="store_true")
+    ap.add_argument("--demo", default=None, metavar="METRICS_DIR")
+    a = ap.parse_args()
+    main(a.run_dir, a.name, float16=a.float16, demo=a.demo)

@@ -1,0 +1,229 @@
+"""Write the default model's card and the README's tables from the model's ``meta.json``.
+
+    python dev/model_card.py [MODEL_DIR] [--readme README.md] [--check]
+
+MODEL_DIR: a shipped model folder (default spacy_elmo/models/en_elmo_small). Writes
+MODEL_DIR/README.md (the model card: data, shape, training commands, tokens seen, held-out and
+sense scores, the demo, limits) and, in the repository README, the blocks between
+``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` and ``<!-- begin: demo-results -->``
+/ ``<!-- end: demo-results -->``. Everything comes from meta.json: ``dev/ship_default_model.py``
+stores there the lineage, the held-out perplexity of the shipped files, WiC, the blind sense set
+and the demo's dev scores (``--demo``). With ``--check`` nothing is written; the exit status is 1
+if a file differs from what would be written (a test runs this).
+"""
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import srsly
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
+BLOCKS = ("default-model", "demo-results")
+
+
+def _stages(meta: dict) -> List[dict]:
+    """The lineage, oldest first: each stage's meta (the model's own last)."""
+    stages, m = [], meta
+    while m is not None:
+        stages.append(m)
+        m = m.get("init_from")
+    return stages[::-1]
+
+
+def lineage_tokens(meta: dict) -> int:
+    t = meta["training"]
+    return int(t.get("lineage_tokens", t.get("tokens_seen_total", t["tokens_seen"])))
+
+
+def _shape(meta: dict) -> dict:
+    o = meta["options"]
+    cnn, lstm = o["char_cnn"], o["lstm"]
+    return {"filters": sum(n for _, n in cnn["filters"]), "widths": f"{cnn['filters'][0][0]}-{cnn['filters'][-1][0]}",
+            "char_dim": cnn["embedding"]["dim"], "highway": cnn["n_highway"], "proj": lstm["projection_dim"],
+            "cells": lstm["dim"], "layers": lstm["n_layers"], "out": 2 * lstm["projection_dim"]}
+
+
+def _ppl(meta: dict) -> float:
+    return (meta.get("heldout_shipped") or meta["heldout"])["perplexity"]
+
+
+def default_model_block(meta: dict) -> str:
+    s = _shape(meta)
+    wic = meta.get("evaluation", {}).get("wic", {})
+    rows = [
+        ("shape", f"char CNN ({s['filters']} filters), {s['layers']}-layer biLSTM ({s['cells']} cells, projection "
+                  f"{s['proj']}); output {s['layers'] + 1} layers x {s['out']} dims"),
+        ("parameters", f"{meta['parameters']['biLM'] / 1e6:.2f}M biLM + {meta['parameters']['lm_head'] / 1e6:.2f}M "
+                       "softmax head"),
+        ("tokens seen (all warm starts)", f"{lineage_tokens(meta) / 1e6:.1f}M"),
+        ("held-out perplexity", f"{_ppl(meta):.1f} ({meta['heldout']['tokens']:,} held-out tokens)"),
+    ]
+    top = str(s["layers"])
+    if top in wic:
+        avg = wic.get("average", wic.get("mean", {}))
+        rows.append(("WiC dev, top layer / layer average", f"{wic[top]['dev_accuracy']:.1f} / "
+                                                           f"{avg.get('dev_accuracy', float('nan')):.1f}"))
+    body = "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return (f"| `en_elmo_small` (`python dev/model_card.py` from its `meta.json`) | |\n|---|---|\n{body}\n")
+
+
+def demo_block(meta: dict) -> str:
+    demo = meta.get("evaluation", {}).get("demo")
+    if not demo:
+        return "(no demo scores recorded in the model's meta.json)\n"
+    lines = ["| component | data (dev) | baseline | ELMo | gain |", "|---|---|---:|---:|---:|"]
+    for row in demo["rows"]:
+        lines.append(f"| {row['component']} | {row['data']} | {row['baseline']:.2f} | **{row['elmo']:.2f}** | "
+                     f"{row['elmo'] - row['baseline']:+.2f} |")
+    lines.append("")
+    lines.append(f"`spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`, "
+                 "written into the model's `meta.json` by `dev/ship_default_model.py --demo metrics/demo`.")
+    return "\n".join(lines) + "\n"
+
+
+def _commands(meta: dict) -> str:
+    lines = []
+    for k, stage in enumerate(_stages(meta)):
+        t = stage["training"]
+        start = "from scratch" if k == 0 else "warm-started from the stage above"
+        lines.append(f"{k + 1}. {t['steps']:,} steps, {t['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
+        cmds = t.get("commands") or []
+        for c in cmds:
+            lines.append(f"   - from step {c.get('at_step', 0):,}: `{' '.join(c['command'])}`")
+        if not cmds:
+            lines.append("   - (commands not recorded)")
+    return "\n".join(lines)
+
+
+def _wic_table(meta: dict) -> str:
+    wic = meta.get("evaluation", {}).get("wic")
+    if not wic:
+        return "(not measured)\n"
+    lines = ["| view | WiC dev | WiC train, 10-fold CV |", "|---|---:|---:|"]
+    for view, v in wic.items():
+        if isinstance(v, dict) and "dev_accuracy" in v:
+            name = "layer average" if view in ("average", "mean") else f"layer {view}"
+            lines.append(f"| {name} | {v['dev_accuracy']:.1f} | {v.get('train_cv_accuracy', float('nan')):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def model_card(meta: dict, size_mb: float) -> str:
+    s, corpus, t = _shape(meta), meta["corpus"], meta["training"]
+    files = "\n".join(f"- `{name}`: {f['lines']:,} lines, {f['tokens']:,} tokens"
+                      for name, f in corpus["files"].items())
+    senses = meta.get("evaluation", {}).get("senses", {})
+    h = meta.get("heldout_shipped") or meta["heldout"]
+    return f"""# en_elmo_small: the embedded default English biLM of spacy-elmo
+
+`spacy_elmo.DEFAULT_MODEL`: used by `nlp.add_pipe("elmo")` and `BiLM.from_pretrained("en_elmo_small")`.
+This card is written by `python dev/model_card.py` from `meta.json` in this folder.
+
+## Data
+
+{files}
+
+{corpus['train_tokens']:,} training tokens after tokenisation ({corpus['tokenizer']}); held out:
+{corpus['heldout_rule']}. Licences: {corpus['license']} (see `ATTRIBUTION.md`).
+
+## Shape
+
+- char CNN over UTF-8 bytes: {s['char_dim']}-dim byte embeddings, {s['filters']} filters (widths {s['widths']}),
+  {s['highway']} highway layer(s), projection to {s['proj']}
+- biLSTM: {s['layers']} layers per direction, {s['cells']} cells with projection to {s['proj']}, residual
+  connection between the layers, no cell or projection clipping
+- output: {s['layers'] + 1} layers of {s['out']} dims (layer 0 = char CNN [x; x])
+- parameters: {meta['parameters']['biLM']:,} biLM + {meta['parameters']['lm_head']:,} adaptive-softmax head
+  ({meta['softmax']['vocab_size']:,} words, `lm_head.hdf5` + `vocab.txt`, for perplexity and further training)
+- files: `options.json` + `weights.hdf5` (the bilm-tf / AllenNLP layout), stored as
+  {meta.get('storage', 'float32')}; {size_mb:.1f} MB in the package
+
+## Training
+
+`python -m spacy_elmo pretrain` (the config of the last stage is `config.cfg` in this folder), from the
+repository root with the corpus files above under `../shared/data/lm/`:
+
+{_commands(meta)}
+
+Tokens seen through all stages: **{lineage_tokens(meta):,}**; the last stage ran {t['steps']:,} steps
+at {t.get('tokens_per_second', 0):,.0f} tokens/s.
+
+## Evaluation
+
+- held-out perplexity of the files as shipped: **{h['perplexity']:.2f}** (forward {h['forward']:.2f}, backward
+  {h['backward']:.2f}) on {h['tokens']:,} held-out tokens
+- WiC (Pilehvar and Camacho-Collados 2019; cosine threshold tuned on WiC train, `python dev/wic.py`):
+
+{_wic_table(meta)}
+- blind sense set (`tests/data/senses_blind.json`), top layer, nearest-neighbour sense accuracy:
+  {senses.get('blind_1nn_mean', float('nan')):.3f} (mean of {len(senses.get('blind_1nn', {}))} words)
+
+## Demo: ELMo against spaCy's tok2vec
+
+{demo_block(meta)}
+## Limits
+
+- English only, trained on encyclopedic, news and debate text: other registers (social media, chat)
+  are further from what it saw.
+- A small biLM: about a tenth of the original ELMo's parameters and a small fraction of its
+  training tokens; the original ELMo models (`python -m spacy_elmo download`) tell senses apart
+  better (published WiC 57.7).
+- The char CNN reads the first 48 UTF-8 bytes of a token; longer tokens that agree on those bytes
+  share layer 0. It was trained on sentences of at most 50 tokens; longer ones are cut into windows.
+{_speed(meta)}"""
+
+
+def _speed(meta: dict) -> str:
+    sp = meta.get("evaluation", {}).get("speed")
+    if not sp:
+        return ""
+    return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s against "
+            f"{sp['previous_tokens_per_s']:,.0f} for the "
+            f"previous release ({sp['previous_shape']}), {sp['bytes_per_token']:,} bytes per token in `doc._.elmo` "
+            f"against {sp['previous_bytes_per_token']:,} (`{sp['command']}`, {sp['machine']}); it trades speed "
+            "for a lower perplexity per token seen.\n")
+
+
+def replace_block(text: str, name: str, body: str, path: Path) -> str:
+    begin, end = f"<!-- begin: {name} -->", f"<!-- end: {name} -->"
+    if begin not in text or end not in text:
+        raise SystemExit(f"{path}: markers {begin} / {end} not found")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}{end}{tail}"
+
+
+def render(model_dir: Path, readme: Optional[Path]) -> dict:
+    """{path: new text} of the files this script writes."""
+    meta = srsly.read_json(model_dir / "meta.json")
+    size = sum(p.stat().st_size for p in model_dir.iterdir() if p.is_file() and p.name != "README.md") / 2 ** 20
+    out = {model_dir / "README.md": model_card(meta, size)}
+    if readme is not None:
+        text = readme.read_text(encoding="utf-8")
+        text = replace_block(text, "default-model", default_model_block(meta), readme)
+        out[readme] = replace_block(text, "demo-results", demo_block(meta), readme)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model_dir", nargs="?", default=str(DEFAULT))
+    ap.add_argument("--readme", default=str(ROOT / "README.md"))
+    ap.add_argument("--no-readme", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args(argv)
+    files = render(Path(args.model_dir), None if args.no_readme else Path(args.readme))
+    stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    if args.check:
+        for p in stale:
+            print(f"{p} is not what dev/model_card.py writes: run it", file=sys.stderr)
+        return 1 if stale else 0
+    for p in stale:
+        p.write_text(files[p], encoding="utf-8")
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
