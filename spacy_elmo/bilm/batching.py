@@ -4,8 +4,9 @@
 
 For one call over a list of sentences:
 
-1. the distinct tokens of all sentences form one table: each goes through the char CNN once,
-   together with ``<S>`` and ``</S>`` (one char-CNN call);
+1. the distinct tokens of all sentences form one table: each goes through the model's indexer
+   (``bilm.indexer``) and the char CNN once, together with the sentence boundaries (one char-CNN
+   call);
 2. the non-empty sentences are sorted by length, longest first (stable), and cut into batches of
    ``batch_size`` (so rows of a batch have similar lengths and the LSTM's active batch stays full);
 3. each batch is an index matrix into the table, -1 after a sentence's tokens, run through
@@ -21,8 +22,6 @@ from typing import Iterator, List, NamedTuple, Sequence
 
 import numpy
 import torch
-
-from .chars import BOS_IDS, EOS_IDS, tokens_to_char_array
 
 
 class Batch(NamedTuple):
@@ -65,7 +64,8 @@ def embed_batches(bilm, sentences: Sequence[Sequence[str]], batch_size: int = 64
         rows.append(numpy.fromiter((vocab.setdefault(t, len(vocab)) for t in sent), dtype=numpy.int64,
                                    count=len(sent)))
     order = sorted((i for i in range(len(rows)) if len(rows[i])), key=lambda i: -len(rows[i]))
-    char_ids = numpy.concatenate([tokens_to_char_array(list(vocab)), BOS_IDS[None], EOS_IDS[None]])
+    indexer = bilm.indexer  # the model's own token -> ids scheme (bytes for bilm-tf models)
+    char_ids = numpy.concatenate([indexer.ids(list(vocab)), indexer.boundary_ids()])
     return _batches(bilm, rows, order, char_ids, batch_size, grad)
 
 

@@ -2,9 +2,13 @@
 activation, highway layers, linear projection (Peters et al. 2018, section 3.4; Kim et al. 2016;
 bilm-tf ``bilm/model.py`` ``_build_word_char_embeddings``).
 
-Shapes: input char ids (..., 50) int64 (ids shifted by +1, see :mod:`.chars`), output (..., proj)
-float32. The parameters are laid out for speed in PyTorch; :mod:`.weights` maps them to and from
-the bilm-tf file layout.
+Shapes: input id rows (..., width) int64 from the model's indexer (:mod:`.indexer`; bilm-tf's
+byte ids, width 50, see :mod:`.chars`), output (..., proj) float32. The parameters are laid out
+for speed in PyTorch; :mod:`.weights` maps them to and from the bilm-tf file layout.
+
+With a word embedding (ELMoForManyLangs models, ``word_dim`` > 0) the id row carries the word id
+(+1) in one more column, and the projection reads ``[word vector; highway output]``
+(``ConvTokenEmbedder`` of ``elmoformanylangs/modules/token_embedder.py``).
 """
 from typing import List, Sequence, Tuple
 
@@ -12,7 +16,7 @@ import torch
 from torch import nn
 
 from . import onednn
-from .chars import MAX_CHARS, N_CHARACTERS, char_lengths
+from .chars import MAX_CHARS, N_CHARACTERS, PAD_ID, char_lengths
 
 # Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
 # each chunk's convolutions skip the padding positions that none of its tokens reaches.
@@ -57,6 +61,10 @@ class CharCNN(nn.Module):
 
     filters: list of [width, n_filters]; activation: "relu" or "tanh" (applied after the max over
     positions, as bilm-tf does); n_highway highway layers; projection to ``projection_dim``.
+    n_characters: char embedding rows (row 0 = "no token", zeros); max_characters_per_token: M,
+    the char positions of a row; pad_id: the padding char id (bilm-tf's 261); word_dim / n_words:
+    an optional word embedding (n_words + 1 rows, row 0 zeros) read from column M of the rows.
+    The defaults are bilm-tf's.
     """
 
     def __init__(
@@ -68,16 +76,16 @@ class CharCNN(nn.Module):
         activation: str = "relu",
         n_characters: int = N_CHARACTERS,
         max_characters_per_token: int = MAX_CHARS,
+        pad_id: int = PAD_ID,
+        word_dim: int = 0,
+        n_words: int = 0,
     ):
         super().__init__()
         if activation not in ("relu", "tanh"):
             raise ValueError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
-        if max_characters_per_token != MAX_CHARS:
-            raise ValueError(
-                f"char_cnn.max_characters_per_token must be {MAX_CHARS} (bilm-tf's), got {max_characters_per_token}"
-            )
-        if n_characters != N_CHARACTERS:
-            raise ValueError(f"char_cnn.n_characters must be {N_CHARACTERS}, got {n_characters}")
+        if not 0 < pad_id < n_characters:
+            raise ValueError(f"char_cnn pad_id must be in 1..{n_characters - 1}, got {pad_id}")
+        self.max_chars, self.pad_id, self.word_dim = int(max_characters_per_token), int(pad_id), int(word_dim)
         self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
         self.activation = activation
         self.n_filters = sum(n for _, n in self.filters)
@@ -86,7 +94,9 @@ class CharCNN(nn.Module):
         self.char_embedding = nn.Embedding(n_characters, char_dim, padding_idx=0)
         self.convs = nn.ModuleList(nn.Conv1d(char_dim, n, w) for w, n in self.filters)
         self.highways = nn.ModuleList(Highway(self.n_filters) for _ in range(n_highway))
-        self.projection = nn.Linear(self.n_filters, projection_dim)
+        if self.word_dim:
+            self.word_embedding = nn.Embedding(n_words + 1, self.word_dim, padding_idx=0)
+        self.projection = nn.Linear(self.word_dim + self.n_filters, projection_dim)
         self._packed = onednn.PackedCache()
         # dtype of the products' operands without autograd: float32 (exact) or, set by
         # BiLM(precision=...), bfloat16 / float16 (see _encode; not exact)
@@ -98,9 +108,10 @@ class CharCNN(nn.Module):
         return state
 
     @classmethod
-    def from_options(cls, options: dict) -> "CharCNN":
-        """Build from the ``char_cnn`` section of options.json plus ``lstm.projection_dim``."""
-        c = options["char_cnn"]
+    def from_options(cls, options: dict, pad_id: int = PAD_ID) -> "CharCNN":
+        """Build from the ``char_cnn`` section of options.json plus ``lstm.projection_dim`` and
+        the ``vocab`` section's word embedding, if any; ``pad_id``: the indexer's padding id."""
+        c, vocab = options["char_cnn"], options.get("vocab") or {}
         return cls(
             filters=c["filters"],
             char_dim=c["embedding"]["dim"],
@@ -109,6 +120,9 @@ class CharCNN(nn.Module):
             activation=c.get("activation", "relu"),
             n_characters=c.get("n_characters", N_CHARACTERS),
             max_characters_per_token=c.get("max_characters_per_token", MAX_CHARS),
+            pad_id=pad_id,
+            word_dim=vocab.get("word_dim", 0),
+            n_words=vocab.get("n_words", 0),
         )
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
@@ -116,7 +130,7 @@ class CharCNN(nn.Module):
 
         Exact shortcut: positions past the longest token are padding in every row, and every
         all-padding window of a filter gives the same value; so a filter of width w runs only
-        over the first ``longest + w`` positions (capped at 50), which keeps one all-padding
+        over the first ``longest + w`` positions (capped at M), which keeps one all-padding
         window whenever the full input had one. The max is unchanged. More than ``CHUNK`` tokens
         are sorted by length and run in near-equal chunks of at most ``CHUNK``, so that short
         tokens skip more positions (and, in the oneDNN path, products have few distinct shapes).
@@ -126,7 +140,10 @@ class CharCNN(nn.Module):
         n = flat.shape[0]
         if n == 0:
             return flat.new_zeros((*lead, self.projection_dim), dtype=self.projection.weight.dtype)
-        lengths = char_lengths(flat)
+        if flat.shape[-1] != self.max_chars + (1 if self.word_dim else 0):
+            raise ValueError(f"id rows must have {self.max_chars + (1 if self.word_dim else 0)} columns, "
+                             f"got {flat.shape[-1]}")
+        lengths = char_lengths(flat[:, : self.max_chars], self.pad_id)
         if n <= CHUNK:
             out = self._encode(flat, int(lengths.max()))
         else:
@@ -139,7 +156,7 @@ class CharCNN(nn.Module):
         return out.reshape(*lead, self.projection_dim)
 
     def _encode(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
-        """(T, 50) ids whose longest token has ``longest`` non-padding positions -> (T, proj)."""
+        """(T, width) ids whose longest token has ``longest`` non-padding positions -> (T, proj)."""
         grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
         fast = onednn.available(flat.device, self.projection.weight.dtype) and not grad
         lowp = self.gemm_dtype != torch.float32 and self.projection.weight.dtype == torch.float32 and not grad
@@ -154,14 +171,20 @@ class CharCNN(nn.Module):
 
     def _encode_nn(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
         """The plain torch path of :meth:`_encode` (nn.Conv1d, nn.Linear): autograd, GPU, float64."""
-        keep = min(flat.shape[-1], longest + self.max_width)
+        keep = min(self.max_chars, longest + self.max_width)
         emb = self.char_embedding(flat[:, :keep]).transpose(1, 2)  # (T, char_dim, keep)
         pooled = [conv(emb).amax(dim=-1) for conv in self.convs]
         x = torch.cat(pooled, dim=-1)
         x = torch.relu(x) if self.activation == "relu" else torch.tanh(x)
         for highway in self.highways:
             x = highway(x)
-        return self.projection(x)
+        return self.projection(self._with_words(x, flat))
+
+    def _with_words(self, x: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+        """The projection's input: x itself, or [word vectors of column M; x] with a word embedding."""
+        if not self.word_dim:
+            return x
+        return torch.cat([self.word_embedding(flat[:, self.max_chars]).to(x.dtype), x], dim=-1)
 
     def _packed_weights(self):
         """oneDNN copies: per conv (width * char_dim, n) [tap-major], per highway, projection."""
@@ -178,11 +201,11 @@ class CharCNN(nn.Module):
         is monotonic, so max(x + b) == max(x) + b exactly)."""
         convs, highways, projection = self._packed_weights()
         T = flat.shape[0]
-        emb = self.char_embedding(flat[:, : min(flat.shape[-1], longest + self.max_width)])  # (T, keep, d)
+        emb = self.char_embedding(flat[:, : min(self.max_chars, longest + self.max_width)])  # (T, keep, d)
         pooled = emb.new_empty(T, self.n_filters)
         col = 0
         for (w, n), conv, packed in zip(self.filters, self.convs, convs):
-            keep = min(flat.shape[-1], longest + w)
+            keep = min(self.max_chars, longest + w)
             out = pooled[:, col: col + n]
             self._conv_max(emb[:, :keep], w, packed, out)
             out.add_(conv.bias)
@@ -190,7 +213,7 @@ class CharCNN(nn.Module):
         x = torch.relu_(pooled) if self.activation == "relu" else torch.tanh_(pooled)
         for highway, packed in zip(self.highways, highways):
             x = highway.gate(onednn.linear(x, packed, highway.linear.bias), x)
-        return onednn.linear(x, projection, self.projection.bias)
+        return onednn.linear(self._with_words(x, flat), projection, self.projection.bias)
 
     def _packed_weights_bf16(self):
         """:meth:`_packed_weights` as bfloat16 copies (replacing any float32 ones in the cache)."""
@@ -211,11 +234,11 @@ class CharCNN(nn.Module):
         bf16 = torch.bfloat16
         convs, highways, projection = self._packed_weights_bf16()
         T = flat.shape[0]
-        emb = self.char_embedding(flat[:, : min(flat.shape[-1], longest + self.max_width)]).to(bf16)
+        emb = self.char_embedding(flat[:, : min(self.max_chars, longest + self.max_width)]).to(bf16)
         pooled16 = emb.new_empty(T, self.n_filters)
         col = 0
         for (w, n), packed in zip(self.filters, convs):
-            keep = min(flat.shape[-1], longest + w)
+            keep = min(self.max_chars, longest + w)
             self._conv_max(emb[:, :keep], w, packed, pooled16[:, col: col + n])
             col += n
         pooled = pooled16.float()
@@ -226,7 +249,7 @@ class CharCNN(nn.Module):
         x = torch.relu_(pooled) if self.activation == "relu" else torch.tanh_(pooled)
         for highway, packed in zip(self.highways, highways):
             x = highway.gate(onednn.linear(x.to(bf16), packed).float().add_(highway.linear.bias), x)
-        return onednn.linear(x.to(bf16), projection).float().add_(self.projection.bias)
+        return onednn.linear(self._with_words(x, flat).to(bf16), projection).float().add_(self.projection.bias)
 
     @staticmethod
     def _conv_max(emb: torch.Tensor, w: int, packed: torch.Tensor, out: torch.Tensor) -> None:

@@ -93,10 +93,11 @@ def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def char_lengths(char_ids: torch.Tensor) -> torch.Tensor:
-    """Number of non-padding positions (BOW .. EOW) of each token: (...,) int64.
+def char_lengths(char_ids: torch.Tensor, pad_id: int = PAD_ID) -> torch.Tensor:
+    """Number of non-padding positions (BOW .. EOW) of each token: (...,) int64. ``pad_id``: the
+    padding id of the model's indexer (bilm-tf's 261 by default).
 
     A "no token" row (all zeros) has length 0.
     """
-    real = (char_ids != 0) & (char_ids != PAD_ID)
+    real = (char_ids != 0) & (char_ids != pad_id)
     return real.sum(-1)

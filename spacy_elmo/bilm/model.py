@@ -5,6 +5,12 @@ Outputs follow AllenNLP's ``_ElmoBiLm``: layer 0 is the char-CNN token vector du
 ``[x; x]``; layer l = 1..L is LSTM layer l's output ``[forward; backward]`` (after the residual
 add when ``use_skip_connections``). ``<S>`` / ``</S>`` are added around every sentence for the
 LSTMs and removed from the outputs.
+
+The model owns its token indexer (:attr:`BiLM.indexer`, :mod:`.indexer`): bilm-tf's byte ids, or
+the learned character (and word) vocabulary of a converted ELMoForManyLangs model, whose
+sentence boundaries are ``<bos>`` / ``<eos>``, whose char CNN may add a word embedding before its
+projection, and whose LSTM layers have residual connections (``options.json`` format_version 2,
+see :mod:`.options`).
 """
 import os
 from typing import List, NamedTuple, Optional, Sequence
@@ -16,13 +22,13 @@ from torch import nn
 from . import integrity
 from .batching import embed_batches
 from .char_cnn import CharCNN
-from .chars import BOS_IDS, EOS_IDS
+from .indexer import make_indexer
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
 from .packing import pack
 from .precision import Resolved, check_precision, resolve as resolve_precision
 from .pretrained import DEFAULT_MODEL, model_files
-from .weights import from_state_dict, read_weights, to_state_dict, write_weights
+from .weights import from_state_dict, read_vocab, read_weights, to_state_dict, write_vocab, write_weights
 
 
 class BiLMOutput(NamedTuple):
@@ -45,7 +51,8 @@ class BiLM(nn.Module):
 
     Parameters are frozen (``requires_grad=False``); call ``requires_grad_(True)`` to train, which
     makes :meth:`forward` use the (slower) autograd-friendly LSTM path. The module is in eval mode.
-    Attributes: ``options`` (checked dict), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
+    Attributes: ``options`` (checked dict), ``indexer`` (token strings -> id rows, see
+    :mod:`.indexer`), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
 
     ``precision``: "float32" (default, exact) or "bfloat16" (opt-in, inference without autograd):
     the matrix products read bfloat16 operands and accumulate in float32, everything element-wise
@@ -59,7 +66,8 @@ class BiLM(nn.Module):
         self._precision = check_precision(precision, "BiLM precision")
         self._resolved = {}  # device type -> precision.Resolved (resolved on first use there)
         self.options = check_options(options)
-        self.char_cnn = CharCNN.from_options(self.options)
+        self.indexer = make_indexer(self.options)
+        self.char_cnn = CharCNN.from_options(self.options, pad_id=self.indexer.pad_id)
         self.lstm = ElmoLstm.from_options(self.options)
         self.num_layers = self.lstm.n_layers
         self.projection_dim = self.lstm.projection_dim
@@ -112,6 +120,10 @@ class BiLM(nn.Module):
             if os.path.isfile(path):
                 integrity.verify(path)
         options = read_options(options_file)
+        vocab = options.get("vocab")
+        if vocab is not None and vocab.get("chars") is None:  # format_version 2: stored in the weights
+            vocab.update(read_vocab(weight_file))
+            options = check_options(options, options_file)
         arrays = read_weights(weight_file, options)
         sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
         return cls.from_state_dict(options, sd, stateful=stateful, precision=precision)
@@ -150,12 +162,19 @@ class BiLM(nn.Module):
 
     def save(self, directory) -> None:
         """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``,
-        and their sha256 into ``sha256.json``."""
+        and their sha256 into ``sha256.json``. A model with a vocabulary (format_version 2) keeps
+        it in ``weights.hdf5`` (:func:`~.weights.write_vocab`), not in ``options.json``."""
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
         sd = {k: v.detach().cpu().float().numpy() for k, v in self.state_dict().items()}
-        write_options(self.options, os.path.join(directory, "options.json"))
-        write_weights(os.path.join(directory, "weights.hdf5"), from_state_dict(sd, self.options))
+        options, vocab = self.options, self.options.get("vocab")
+        if vocab is not None:
+            options = {**options, "vocab": {k: v for k, v in vocab.items() if k not in ("chars", "words")}}
+        write_options(options, os.path.join(directory, "options.json"))
+        weights = os.path.join(directory, "weights.hdf5")
+        write_weights(weights, from_state_dict(sd, self.options))
+        if vocab is not None:
+            write_vocab(weights, vocab)
         integrity.record(directory)
 
     def weights_changed(self) -> None:
@@ -177,7 +196,8 @@ class BiLM(nn.Module):
 
     # ----------------------------------------------------------------------------------------
     def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """Char-CNN token vectors: char ids (U, 50) int64 -> (U, projection_dim) float32.
+        """Char-CNN token vectors: id rows (U, width) int64 from ``self.indexer.ids(tokens)``
+        (width 50 for bilm-tf models) -> (U, projection_dim) float32.
 
         Context-independent (layer 0 before duplication); exact, in input order (the CNN sorts
         long inputs by token length internally to skip padding positions). With ``precision``
@@ -186,17 +206,33 @@ class BiLM(nn.Module):
         self._apply_precision(self.device)
         return self.char_cnn(char_ids)
 
+    def batch_to_ids(self, batch: Sequence[Sequence[str]]) -> torch.Tensor:
+        """Id rows of tokenised sentences for :meth:`forward`, made by this model's indexer:
+        (len(batch), max_len, width) int64 on the CPU, zero rows past a sentence's tokens (for a
+        bilm-tf model the same as :func:`~.chars.batch_to_ids`). Raises TypeError if ``batch`` or
+        a sentence is a str, or a token is not a str."""
+        if isinstance(batch, str) or any(isinstance(s, str) for s in batch):
+            raise TypeError("batch_to_ids expects a list of tokenised sentences (lists of str tokens)")
+        max_len = max((len(s) for s in batch), default=0)
+        out = numpy.zeros((len(batch), max_len, self.indexer.width), dtype=numpy.int64)
+        for i, sentence in enumerate(batch):
+            if len(sentence):
+                out[i, : len(sentence)] = self.indexer.ids(list(sentence))
+        return torch.from_numpy(out)
+
     def boundary_vectors(self) -> torch.Tensor:
-        """Char-CNN vectors of ``<S>`` and ``</S>``: (2, projection_dim) float32."""
-        ids = torch.from_numpy(numpy.stack([BOS_IDS, EOS_IDS])).to(self.device)
+        """Char-CNN vectors of the sentence boundaries (``<S>`` and ``</S>``; ``<bos>`` and
+        ``<eos>`` with a vocabulary): (2, projection_dim) float32."""
+        ids = torch.from_numpy(self.indexer.boundary_ids()).to(self.device)
         return self.embed_tokens(ids)
 
     def forward(self, char_ids: Optional[torch.Tensor] = None, *, token_vectors: Optional[torch.Tensor] = None,
                 mask: Optional[torch.Tensor] = None) -> BiLMOutput:
         """Run the biLM on a batch.
 
-        Either ``char_ids`` (batch, max_len, 50) int64 from :func:`~.chars.batch_to_ids` (rows of
-        zeros = padding; each distinct token goes through the char CNN once), or precomputed
+        Either ``char_ids`` (batch, max_len, width) int64 from :func:`~.chars.batch_to_ids` (width
+        50; for any model, rows of ``self.indexer.ids``; rows of zeros = padding; each distinct
+        token goes through the char CNN once), or precomputed
         char-CNN vectors ``token_vectors`` (batch, max_len, projection_dim) float32 with ``mask``
         (batch, max_len) bool. Padding must come after a sentence's tokens. Returns
         :class:`BiLMOutput`. Raises ValueError for bad shapes or non-trailing padding.
@@ -204,8 +240,9 @@ class BiLM(nn.Module):
         if (char_ids is None) == (token_vectors is None):
             raise ValueError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
         if char_ids is not None:
-            if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
-                raise ValueError(f"char_ids must have shape (batch, max_len, 50), got {tuple(char_ids.shape)}")
+            width = self.indexer.width
+            if char_ids.dim() != 3 or char_ids.shape[-1] != width:
+                raise ValueError(f"char_ids must have shape (batch, max_len, {width}), got {tuple(char_ids.shape)}")
             mask = (char_ids > 0).any(-1)
             flat = char_ids[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=char_ids.device)

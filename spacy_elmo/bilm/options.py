@@ -9,6 +9,22 @@ Keys used (bilm-tf names)::
 
 ``cell_clip`` / ``proj_clip`` of ``null`` or ``0`` mean "no clipping". Other keys (bilm-tf's
 training settings such as ``n_tokens_vocab``, ``dropout``, ``bidirectional``) are kept and ignored.
+
+Format versions. Options without ``format_version`` (or 1) are bilm-tf's: byte ids
+(:class:`~.indexer.ByteIndexer`), ``n_characters`` 262, ``max_characters_per_token`` 50, read and
+written exactly as bilm-tf does. ``"format_version": 2`` adds a ``vocab`` section for models with
+a learned character vocabulary (ELMoForManyLangs, converted by ``python -m spacy_elmo convert``)::
+
+    "format_version": 2,
+    "vocab": {"indexer": "elmoformanylangs", "word_dim": D, "n_words": W},
+    "char_cnn": {..., "n_characters": V + 1, "max_characters_per_token": M}
+
+V: size of the character vocabulary (``n_characters`` counts the "no token" row 0, as bilm-tf's
+262 does); M: the model's own limit (3..1000). ``word_dim`` > 0 (with ``n_words`` = W > 0) adds a
+word embedding concatenated before the char CNN's projection (0 and 0 for none). The vocabularies
+(``vocab.chars``, ``vocab.words``: string -> id, as in :class:`~.indexer.VocabularyIndexer`) are
+stored in ``weights.hdf5`` (:mod:`.weights`), or inline in ``vocab`` (both are read; an in-memory
+model holds them inline). A later ``format_version`` is refused with a one-line error.
 """
 import copy
 import json
@@ -18,6 +34,9 @@ from typing import Any, Dict
 from .errors import ElmoWeightsError
 
 REQUIRED_INT = (("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"), ("char_cnn", "n_highway"))
+FORMAT_VERSION = 2  # the newest format_version read and written
+INDEXERS = ("elmoformanylangs",)
+MAX_CHARS_LIMIT = 1000
 
 
 def _fail(path, key, why):
@@ -68,15 +87,74 @@ def check_options(options: Any, path=None) -> Dict[str, Any]:
     activation = cnn.setdefault("activation", "relu")
     if activation not in ("relu", "tanh"):
         _fail(path, ("char_cnn", "activation"), f"expected 'relu' or 'tanh', got {activation!r}")
+    if _format_version(opts, path) == 1:
+        _check_byte_chars(cnn, path)
+    else:
+        _check_vocab(opts, path)
+    if max(w for w, _ in cnn["filters"]) > cnn["max_characters_per_token"]:
+        _fail(path, ("char_cnn", "filters"),
+              f"a filter is wider than max_characters_per_token ({cnn['max_characters_per_token']})")
+    return opts
+
+
+def _format_version(opts: dict, path) -> int:
+    version = opts.get("format_version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        _fail(path, ("format_version",), f"expected 1 or 2, got {version!r}")
+    if version > FORMAT_VERSION:
+        _fail(path, ("format_version",), f"{version} is newer than this spacy-elmo reads ({FORMAT_VERSION}): "
+                                         "upgrade spacy-elmo")
+    if version == 1 and "vocab" in opts:
+        _fail(path, ("vocab",), "a vocab section needs \"format_version\": 2")
+    if version == 2 and not isinstance(opts.get("vocab"), dict):
+        _fail(path, ("vocab",), "format_version 2 needs a vocab section (an object)")
+    return version
+
+
+def _check_byte_chars(cnn: dict, path) -> None:
     if cnn.setdefault("n_characters", 262) not in (261, 262):
         # bilm-tf writes 261 (training) or 262 (the +1 shifted ids); both mean the same vocabulary.
         _fail(path, ("char_cnn", "n_characters"), f"expected 262, got {cnn['n_characters']!r}")
     cnn["n_characters"] = 262
     if cnn.setdefault("max_characters_per_token", 50) != 50:
         _fail(path, ("char_cnn", "max_characters_per_token"), f"expected 50, got {cnn['max_characters_per_token']!r}")
-    if max(w for w, _ in cnn["filters"]) > 50:
-        _fail(path, ("char_cnn", "filters"), "a filter is wider than max_characters_per_token (50)")
-    return opts
+
+
+def _int_at_least(value, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _check_vocab(opts: dict, path) -> None:
+    """format_version 2: the vocab section and the char CNN sizes it implies."""
+    cnn, vocab = opts["char_cnn"], opts["vocab"]
+    if vocab.get("indexer") not in INDEXERS:
+        _fail(path, ("vocab", "indexer"), f"expected one of {', '.join(INDEXERS)}, got {vocab.get('indexer')!r}")
+    for key in ("n_characters", "max_characters_per_token"):
+        if not _int_at_least(cnn.get(key), 3) or (key != "n_characters" and cnn[key] > MAX_CHARS_LIMIT):
+            _fail(path, ("char_cnn", key), f"expected an integer in 3..{MAX_CHARS_LIMIT} (or >= 3 for "
+                                           f"n_characters), got {cnn.get(key)!r}")
+    for key in ("word_dim", "n_words"):
+        if not _int_at_least(vocab.setdefault(key, 0), 0):
+            _fail(path, ("vocab", key), f"expected a non-negative integer, got {vocab[key]!r}")
+    if (vocab["word_dim"] > 0) != (vocab["n_words"] > 0):
+        _fail(path, ("vocab", "n_words"), "word_dim and n_words are both > 0 (a word embedding) or both 0")
+    _check_lexicon(vocab.get("chars"), cnn["n_characters"] - 1, ("vocab", "chars"), path)
+    if vocab["n_words"]:
+        _check_lexicon(vocab.get("words"), vocab["n_words"], ("vocab", "words"), path)
+    elif vocab.get("words") is not None:
+        _fail(path, ("vocab", "words"), "a word vocabulary without a word embedding (word_dim 0)")
+
+
+def _check_lexicon(lexicon, size: int, key, path) -> None:
+    """None (stored in weights.hdf5), or a str -> id mapping with ids in 0..size-1."""
+    if lexicon is None:
+        return
+    if not isinstance(lexicon, dict) or not lexicon:
+        _fail(path, key, f"expected a non-empty object (string -> id), got {type(lexicon).__name__}")
+    bad = next(((k, v) for k, v in lexicon.items() if not isinstance(k, str) or not _int_at_least(v, 0)
+                or v >= size), None)
+    if bad is not None:
+        _fail(path, key, f"entry {bad[0]!r}: {bad[1]!r} is not an id in 0..{size - 1}")
 
 
 def read_options(path) -> Dict[str, Any]:

@@ -14,6 +14,17 @@ Datasets (bilm-tf ``dump_weights``; AllenNLP ``_ElmoCharacterEncoder`` / ``ElmoL
 d = 0 is the forward LM, 1 the backward LM. Float16 files are read as float32; files are written in
 float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset.
 
+``format_version`` 2 (see :mod:`.options`) changes ``char_embed`` to (V, d) (V characters of the
+learned vocabulary; row 0 internal is again the zero "no token" row) and adds::
+
+    word_embed                                   (W, D)        with a word embedding (vocab.word_dim D > 0)
+    CNN_proj/W_proj                              (D + F, P)    input [word vector; highway output]
+    vocab/chars/utf8, vocab/words/utf8           uint8         the strings' UTF-8, concatenated
+    vocab/chars/lengths, vocab/words/lengths     int64         bytes of each string
+    vocab/chars/ids, vocab/words/ids             int64         the id of each string
+
+(:func:`write_vocab`, :func:`read_vocab`; ``vocab/words`` only with a word embedding).
+
 The mapping to :class:`~.model.BiLM` parameter names (``to_state_dict`` / ``from_state_dict``):
 conv weight (n, d, w) = ``W_cnn[0].transpose(2, 1, 0)``; highway ``linear.weight`` =
 ``[W_transform.T; W_carry.T]``, bias ``[b_transform; b_carry]``; ``projection.weight`` = ``W_proj.T``;
@@ -49,7 +60,10 @@ def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
         for name in ("carry", "transform"):
             shapes[f"CNN_high_{k}/W_{name}"] = (n_filters, n_filters)
             shapes[f"CNN_high_{k}/b_{name}"] = (n_filters,)
-    shapes["CNN_proj/W_proj"] = (n_filters, P)
+    word_dim = options.get("vocab", {}).get("word_dim", 0)
+    if word_dim:
+        shapes["word_embed"] = (options["vocab"]["n_words"], word_dim)
+    shapes["CNN_proj/W_proj"] = (word_dim + n_filters, P)
     shapes["CNN_proj/b_proj"] = (P,)
     for direction in range(2):
         for layer in range(l["n_layers"]):
@@ -146,6 +160,9 @@ def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict, consume: bool
         sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate(
             [take(f"{h}/W_transform").T, take(f"{h}/W_carry").T])
         sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([take(f"{h}/b_transform"), take(f"{h}/b_carry")])
+    if "word_embed" in layout(options):
+        words = take("word_embed")
+        sd["char_cnn.word_embedding.weight"] = numpy.concatenate([numpy.zeros_like(words[:1]), words])
     sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(take("CNN_proj/W_proj").T)
     sd["char_cnn.projection.bias"] = take("CNN_proj/b_proj")
     for layer in range(l["n_layers"]):
@@ -173,6 +190,8 @@ def from_state_dict(sd: Dict[str, numpy.ndarray], options: dict) -> Dict[str, nu
         out[f"CNN_high_{k}/W_transform"] = w[:F].T
         out[f"CNN_high_{k}/b_carry"] = b[F:]
         out[f"CNN_high_{k}/b_transform"] = b[:F]
+    if "char_cnn.word_embedding.weight" in sd:
+        out["word_embed"] = sd["char_cnn.word_embedding.weight"][1:]
     out["CNN_proj/W_proj"] = sd["char_cnn.projection.weight"].T
     out["CNN_proj/b_proj"] = sd["char_cnn.projection.bias"]
     for d in range(2):
@@ -183,3 +202,42 @@ def from_state_dict(sd: Dict[str, numpy.ndarray], options: dict) -> Dict[str, nu
             out[f"{p}/B"] = _gate_cols(sd[f"lstm.bias.{layer}"][d], INTERNAL_TO_TF, C)
             out[f"{p}/W_P_0"] = sd[f"lstm.w_proj.{layer}"][d]
     return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in out.items()}
+
+
+def write_vocab(path, vocab: dict) -> None:
+    """Append the vocabularies of a ``vocab`` options section (``chars``, and ``words`` unless
+    None) to the HDF5 file ``path`` as the ``vocab/...`` datasets of the module docstring."""
+    import h5py
+
+    with h5py.File(os.fspath(path), "a") as f:
+        for part in ("chars", "words"):
+            lexicon = vocab.get(part)
+            if lexicon is None:
+                continue
+            encoded = [k.encode("utf-8") for k in lexicon]
+            f.create_dataset(f"vocab/{part}/utf8", data=numpy.frombuffer(b"".join(encoded), dtype=numpy.uint8))
+            f.create_dataset(f"vocab/{part}/lengths", data=numpy.array([len(e) for e in encoded], dtype=numpy.int64))
+            f.create_dataset(f"vocab/{part}/ids", data=numpy.array(list(lexicon.values()), dtype=numpy.int64))
+
+
+def read_vocab(path, parts=("chars", "words")) -> Dict[str, Dict[str, int]]:
+    """The vocabularies stored by :func:`write_vocab`: {"chars": {str: id}, "words": ...} for
+    each part present. Raises ElmoWeightsError naming the file and dataset when a part is
+    malformed (lengths that do not add up, not UTF-8, counts that differ)."""
+    out = {}
+    with open_hdf5(os.fspath(path)) as f:
+        for part in parts:
+            if f"vocab/{part}/ids" not in f:
+                continue
+            name = f"vocab/{part}"
+            try:
+                data = bytes(f[f"{name}/utf8"][()])
+                lengths, ids = f[f"{name}/lengths"][()], f[f"{name}/ids"][()]
+                ends = numpy.cumsum(lengths)
+                if len(lengths) != len(ids) or (len(ends) and ends[-1] != len(data)) or (lengths < 0).any():
+                    raise ValueError("lengths, ids and bytes disagree")
+                starts = ends - lengths
+                out[part] = {data[a:b].decode("utf-8"): int(i) for a, b, i in zip(starts, ends, ids)}
+            except (KeyError, OSError, ValueError) as e:
+                raise ElmoWeightsError(f"{path}: dataset {name!r} is malformed: {e}", path=path, dataset=name) from e
+    return out
