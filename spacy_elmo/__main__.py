@@ -6,8 +6,11 @@ from typing import List, Optional
 
 import typer
 
+from .convert.cli import register as register_convert
+
 app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
                   add_completion=False)
+register_convert(app)
 
 
 @app.command("init-config")
