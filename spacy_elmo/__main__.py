@@ -141,10 +141,15 @@ def download_cli(
     force: bool = typer.Option(False, "--force", help="Download again even if already complete"),
     retries: int = typer.Option(3, "--retries", help="Retries of a lost connection per file (each resumes)"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="elmoformanylangs: SOURCE is a zip to convert"),
 ):
     """Download an ELMo model into the per-user cache, then use it by name (cache: $SPACY_ELMO_CACHE)."""
     from .bilm import ElmoWeightsError
+    from .convert import cli as convert_cli
     from .hub import ElmoDownloadError, download_model, parse_pins
+
+    if convert_cli.handles_download(source, fmt):
+        return convert_cli.download_cli(source, name, fmt, sha256, force, retries, quiet)
 
     try:
         if len(source) == 1 and name is None:
