@@ -254,3 +254,28 @@ def test_convert_command(tmp_path):
     assert bad.exit_code == 2 and "--format 'bilm-tf': expected one of elmoformanylangs" in bad.output
     missing = CliRunner().invoke(app, ["convert", str(tmp_path), str(tmp_path / "x")])
     assert missing.exit_code == 2 and "config.json: not found" in missing.output
+
+
+GERMAN = [("Der Hund läuft schnell .", ["DET", "NOUN", "VERB", "ADV", "PUNCT"]),
+          ("Die Katze schläft .", ["DET", "NOUN", "VERB", "PUNCT"]),
+          ("Ein Hund schläft schnell .", ["DET", "NOUN", "VERB", "ADV", "PUNCT"])]
+
+
+def test_german_tagger_with_the_listener_from_the_project_config(tmp_path):
+    """docs/languages.md: configs/tagger_elmo.cfg with nlp.lang = "de" and the converted model's path."""
+    from spacy.training import Example
+    from thinc.api import Adam
+
+    out = tmp_path / "de-elmo"
+    convert(str(DATA / "relu-words-1layer"), str(out))
+    config = spacy.util.load_config(Path(__file__).resolve().parent.parent / "configs" / "tagger_elmo.cfg",
+                                    overrides={"nlp.lang": "de", "components.elmo.model.name": str(out)})
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True)
+    assert nlp.lang == "de"
+    examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in GERMAN]
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.01)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    assert [[t.tag_ for t in doc] for doc in nlp.pipe(t for t, _ in GERMAN)] == [tags for _, tags in GERMAN]
+    assert nlp("Der Hund")._.elmo.layers.shape == (2, 2, 16)
