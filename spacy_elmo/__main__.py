@@ -133,8 +133,9 @@ def probe_cli(
 
 @app.command("download")
 def download_cli(
-    source: List[str] = typer.Argument(..., help="A registered model name (see `models`), "
-                                                 "or URL_OF_OPTIONS URL_OF_WEIGHTS with --name"),
+    source: List[str] = typer.Argument(..., help="A registered model name (see `models`; efml-<lang> too), "
+                                                 "or URL_OF_OPTIONS URL_OF_WEIGHTS with --name, or a zip "
+                                                 "URL with --format elmoformanylangs --name"),
     name: Optional[str] = typer.Option(None, "--name", help="Cache name for a model given by its two URLs"),
     sha256: Optional[List[str]] = typer.Option(None, "--sha256", help="Pin a digest: HEX (weights.hdf5), "
                                                "weights=HEX or options=HEX; repeatable"),
@@ -148,18 +149,19 @@ def download_cli(
     from .convert import cli as convert_cli
     from .hub import ElmoDownloadError, download_model, parse_pins
 
-    if convert_cli.handles_download(source, fmt):
-        return convert_cli.download_cli(source, name, fmt, sha256, force, retries, quiet)
-
     try:
-        if len(source) == 1 and name is None:
+        efml = convert_cli.handles_download(source, fmt)  # an ELMoForManyLangs zip, converted
+        if efml:
+            model, directory = convert_cli.download(source, name, fmt, sha256, force, not quiet, retries)
+        elif len(source) == 1 and name is None:
             model, urls = source[0], None
         elif len(source) == 2 and name:
             model, urls = name, {"options.json": source[0], "weights.hdf5": source[1]}
         else:
             raise ValueError("give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
-        directory = download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=not quiet,
-                                   retries=retries)
+        if not efml:
+            directory = download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=not quiet,
+                                       retries=retries)
     except (ElmoDownloadError, ElmoWeightsError, ValueError, OSError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2)

@@ -1,7 +1,7 @@
 """``python -m spacy_elmo convert SRC OUT --format elmoformanylangs``: the command's body,
 registered on the main Typer app by :func:`register`."""
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 import typer
 
@@ -42,32 +42,21 @@ def handles_download(source, fmt: Optional[str]) -> bool:
     return fmt is not None or (len(source) == 1 and efml_registry.url(source[0]) is not None)
 
 
-def download_cli(source, name: Optional[str], fmt: Optional[str], sha256, force: bool, retries: int,
-                 quiet: bool) -> None:
-    """The body of ``download`` for ELMoForManyLangs zips: ``download efml-de`` or ``download URL
-    --format elmoformanylangs --name NAME`` (``--sha256 HEX`` pins the zip)."""
-    from ..hub.fetch import ElmoDownloadError
+def download(source, name: Optional[str], fmt: Optional[str], sha256, force: bool, progress: bool,
+             retries: int) -> Tuple[str, str]:
+    """``download`` of an ELMoForManyLangs zip: ``download efml-de`` or ``download URL --format
+    elmoformanylangs --name NAME`` (``--sha256 HEX`` pins the zip). Returns (name, cache folder).
+    Raises ValueError for bad arguments, ElmoDownloadError as :func:`.download.download_efml`."""
     from . import FORMATS
     from .download import download_efml
 
-    try:
-        if fmt is not None and fmt not in FORMATS:
-            raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-        if len(source) != 1 or (name is None) == source[0].startswith(("http://", "https://")):
-            raise ValueError("give one registered efml-<lang> NAME, or ZIP_URL --format elmoformanylangs --name NAME")
-        pins = list(sha256 or [])
-        if len(pins) > 1:
-            raise ValueError("--sha256: give one digest (the zip's)")
-        model = name or source[0]
-        url = source[0] if name else None
-        directory = download_efml(model, url, sha256=pins[0] if pins else None, force=force, progress=not quiet,
-                                  retries=retries)
-    except (ElmoDownloadError, ValueError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to resume", err=True)
-        raise typer.Exit(130)
-    typer.echo(f"{model}: converted and ready in {directory} (sha256 recorded, checked on every load). Use it as "
-               f"name = \"{model}\" in an elmo component's [components.elmo.model], --model {model}, or "
-               f"BiLM.from_pretrained(\"{model}\").")
+    if fmt is not None and fmt not in FORMATS:
+        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if len(source) != 1 or (name is None) == source[0].startswith(("http://", "https://")):
+        raise ValueError("give one registered efml-<lang> NAME, or ZIP_URL --format elmoformanylangs --name NAME")
+    pins = list(sha256 or [])
+    if len(pins) > 1:
+        raise ValueError("--sha256: give one digest (the zip's)")
+    model = name or source[0]
+    return model, download_efml(model, source[0] if name else None, sha256=pins[0] if pins else None,
+                                force=force, progress=progress, retries=retries)
