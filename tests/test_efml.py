@@ -279,3 +279,26 @@ def test_german_tagger_with_the_listener_from_the_project_config(tmp_path):
         nlp.update(examples, sgd=optimizer)
     assert [[t.tag_ for t in doc] for doc in nlp.pipe(t for t, _ in GERMAN)] == [tags for _, tags in GERMAN]
     assert nlp("Der Hund")._.elmo.layers.shape == (2, 2, 16)
+
+
+@pytest.mark.parametrize("path", ["bmm", "autograd", "bfloat16"])
+def test_other_code_paths(converted, path, monkeypatch):
+    """The plain-torch path (GPU, float64; no oneDNN), the autograd path of fine-tuning, and the
+    opt-in bfloat16 products (not exact: a loose bound) on a converted model."""
+    from spacy_elmo.bilm import onednn
+    from spacy_elmo.bilm.batching import embed_batches
+
+    name, out = converted
+    bilm = BiLM.from_pretrained(out, precision="bfloat16" if path == "bfloat16" else "float32")
+    want = expected(name)
+    if path == "bmm":
+        monkeypatch.setattr(onednn, "_ENABLED", False)
+    if path == "autograd":
+        got = [None] * len(SENTENCES)
+        for batch in embed_batches(bilm, SENTENCES, grad=True):
+            assert batch.layers.requires_grad
+            for i, layers in batch.split(batch.layers.detach().numpy()):
+                got[i] = layers
+    else:
+        got = bilm.embed_sentences(SENTENCES)
+    assert max_diff(got, want) < (0.1 if path == "bfloat16" else TOL)

@@ -12,6 +12,9 @@ Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of d
 sentences (distinct-token table, length sort, padding, per-sentence slices), with or without
 autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
 Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`.
+Token ids come from the model's own indexer (``bilm.indexer``, :mod:`.indexer`): bilm-tf's bytes,
+or the learned character vocabulary of a converted ELMoForManyLangs model; for any model,
+``bilm(bilm.batch_to_ids(sentences))`` (``batch_to_ids`` alone is the bilm-tf byte scheme).
 Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
 :mod:`.precision`.
 """
