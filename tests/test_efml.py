@@ -4,6 +4,7 @@ package's own outputs (tests/data/efml, written by dev/efml_fixtures.py with elm
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import h5py
@@ -57,6 +58,8 @@ def test_fixtures_cover_the_cases():
     assert {c["encoder"]["n_layers"] for c in configs} == {1, 2}
     assert {c["token_embedder"]["word_dim"] > 0 for c in configs} == {True, False}
     assert len({c["token_embedder"]["n_highway"] for c in configs}) == 3
+    # both PyTorch pickle formats: zip, and the legacy one of the published models
+    assert {zipfile.is_zipfile(DATA / m / "encoder.pkl") for m in MODELS} == {True, False}
 
 
 def test_embed_sentences_matches_reference(converted):
