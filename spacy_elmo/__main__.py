@@ -45,14 +45,13 @@ def pretrain_cli(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
 ):
     """Pretrain a biLM on raw text. Extra options override the config, e.g. --training.max_steps 1000."""
-    from spacy.cli._util import parse_config_overrides
-
+    from .pretrain.config import parse_overrides
     from .pretrain.corpus import CorpusError
     from .pretrain.train import pretrain
 
     try:
-        overrides = parse_config_overrides(ctx.args)
-    except Exception as err:  # noqa: BLE001 - click's NoSuchOption and the like: one line, exit 2
+        overrides = parse_overrides(ctx.args)
+    except ValueError as err:
         typer.echo(f"error: {err} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).", err=True)
         raise typer.Exit(2)
     try:

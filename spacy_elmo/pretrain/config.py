@@ -4,7 +4,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Dict, List, Optional, Union
 
 from confection import Config
 
@@ -61,6 +61,35 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value) and value >= 0):
         raise ValueError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
                          f"(default: {json.dumps(default_value)})")
+
+
+def parse_overrides(args: List[str]) -> Dict[str, object]:
+    """``{"section.key": value}`` from command-line arguments ``--section.key VALUE``,
+    ``--section.key=VALUE`` or a bare ``--section.key`` (true), the syntax of spaCy's config
+    overrides. A value is read as JSON (``1000``, ``0.5``, ``true``, ``null``, ``["a.txt"]``),
+    else kept as the string it is. Raises ValueError for an argument that does not start with
+    ``--`` or names no section (``--max_steps``). Needs no spaCy (a pre-tokenised corpus trains
+    without it)."""
+    result: Dict[str, object] = {}
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        if not arg.startswith("--"):
+            raise ValueError(f"Invalid config override {arg!r}: a name starts with --.")
+        name = arg[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+        elif not args or args[0].startswith("--"):
+            value = "true"
+        else:
+            value = args.pop(0)
+        if "." not in name:
+            raise ValueError(f"No such option {arg!r}.")
+        try:
+            result[name] = json.loads(value)
+        except ValueError:
+            result[name] = value
+    return result
 
 
 def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dict[str, object]] = None) -> Config:
