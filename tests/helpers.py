@@ -93,3 +93,30 @@ def load_script(relative_path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def tiny_corpus_overrides(run_dir, sentences: int = 60) -> dict:
+    """Write a pre-tokenised corpus of ``sentences`` short sentences (:mod:`spacy_elmo.pretrain.corpus_pack`)
+    as ``run_dir``'s corpus cache, and return the overrides of a tiny pretraining run that reads
+    it (no spaCy, no raw text; float32 torch LSTMs, no evaluation)."""
+    import numpy
+
+    from spacy_elmo.pretrain.corpus import Split
+    from spacy_elmo.pretrain.corpus_pack import install_pack, pack
+
+    types = ["<S>", "</S>", "the", "cat", "sat", "on", "mat", "."] + [f"n{i}" for i in range(sentences)]
+    rows = [[2, 3, 8 + i, 4, 5, 2, 6, 7] for i in range(sentences)]
+    tokens = numpy.array([t for row in rows for t in row], dtype=numpy.int32)
+    offsets = numpy.arange(0, len(tokens) + 1, 8, dtype=numpy.int64)
+    section = {"paths": ["tiny.txt"], "block_lines": 1000, "heldout_every": 0, "max_sentence_tokens": 50,
+               "max_lines_per_file": 0, "license": "test"}
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    path = Path(run_dir) / "tiny.npz.xz"
+    pack(str(path), types, Split(tokens, offsets), Split(numpy.zeros(0, numpy.int32), numpy.zeros(1, numpy.int64)),
+         {"tiny.txt": {"bytes": 0, "lines": sentences, "tokens": len(tokens)}}, section)
+    overrides = install_pack(str(path), str(run_dir))
+    overrides.update({"vocab.size": 30, "vocab.min_count": 1, "model.lstm_dim": 16, "model.projection_dim": 8,
+                      "model.filters": [[1, 4], [2, 4]], "softmax.cutoffs": [10], "training.tokens_per_batch": 64,
+                      "training.eval_every_steps": 0, "training.lstm_impl": "torch", "training.compile": False,
+                      "training.threads": 1})
+    return overrides

@@ -19,7 +19,7 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     another key is rebuilt). Raises CorpusError for missing or unreadable files, ValueError if no
     training sentence is left."""
     cache = out_dir / "corpus"
-    key = json.dumps({k: cfg["corpus"][k] for k in sorted(cfg["corpus"]) if k != "license"}, sort_keys=True)
+    key = cache_key(cfg["corpus"])
     if (cache / "key.json").is_file() and (cache / "key.json").read_text() == key:
         data = numpy.load(cache / "corpus.npz")
         with open(cache / "types.json", encoding="utf-8") as f:
@@ -42,6 +42,18 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     )
     if len(train) == 0:
         raise ValueError("The corpus has no training sentences (all text went to the held-out slice?)")
+    write_cache(cache, key, types, train, heldout, files)
+    return {"types": types, "train": train, "heldout": heldout, "files": files}
+
+
+def cache_key(corpus_section) -> str:
+    """The cache's key: the [corpus] settings but the license, as sorted JSON."""
+    return json.dumps({k: corpus_section[k] for k in sorted(corpus_section) if k != "license"}, sort_keys=True)
+
+
+def write_cache(cache: Path, key: str, types, train: Split, heldout: Split, files: dict) -> None:
+    """Write a tokenised corpus as the cache folder ``cache`` (corpus.npz, types.json, files.json,
+    key.json last: a cache without its key is rebuilt)."""
     cache.mkdir(parents=True, exist_ok=True)
     numpy.savez(
         cache / "corpus.npz",
@@ -55,4 +67,3 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     with open(cache / "files.json", "w", encoding="utf-8") as f:
         json.dump(files, f, indent=2)
     (cache / "key.json").write_text(key)
-    return {"types": types, "train": train, "heldout": heldout, "files": files}
