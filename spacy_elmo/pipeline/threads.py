@@ -7,16 +7,34 @@ with an ``elmo`` component: :class:`~.layers.bilm_shim.BiLMShim` calls :func:`re
 torch with one intra-op thread (``torch.set_num_threads(1)``), which is also the right setting
 when k processes share the cores. A child that wants more threads can call
 ``torch.set_num_threads`` itself before its first torch op. Importing this module does nothing.
+
+CUDA does not survive ``fork`` either: a forked worker of a pipeline whose biLM is on a GPU
+refuses to run it (:func:`check_device`) with one clear error, which spaCy re-raises in the parent.
 """
 import os
 
 import torch
 
 _REGISTERED = False
+_FORKED = False
 
 
 def _single_thread_in_child() -> None:
+    global _FORKED
+    _FORKED = True
     torch.set_num_threads(1)
+
+
+def check_device(device: torch.device) -> None:
+    """Raise ElmoConfigError in a forked child (``nlp.pipe(n_process=k)``, k > 1) when the biLM is
+    on a CUDA device, which a forked process cannot use; do nothing otherwise."""
+    if _FORKED and torch.device(device).type == "cuda":
+        from .loading import ElmoConfigError
+
+        raise ElmoConfigError(f"the elmo component's biLM is on {device}: nlp.pipe(n_process=k) forks worker "
+                              "processes, which cannot use CUDA; on a GPU use n_process=1 (the biLM batches on "
+                              "the device), or several processes on CPU (spacy.require_cpu() first)",
+                              key="n_process", path=None)
 
 
 def register() -> None:

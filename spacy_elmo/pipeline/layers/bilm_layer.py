@@ -27,6 +27,7 @@ from thinc.api import Model, torch2xp, xp2torch
 from ...bilm.batching import embed_batches
 from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ...bilm.precision import check_precision
+from .. import threads
 from ..cache import LayersCache
 from ..loading import check_paths, load_bilm
 from .bilm_shim import BiLMShim
@@ -93,6 +94,7 @@ def get_bilm(model: Model):
         shim.set_bilm(load_bilm(src.get("name", src.get("model")), src["options_path"], src["weights_path"],
                                 src["where"], src.get("name_key", "model")))
     bilm = shim.bilm
+    threads.check_device(bilm.device)
     precision = model.attrs["precision"].value if "precision" in model.attrs else "float32"
     if bilm.precision != precision:  # e.g. deserialized (the bytes hold weights, not settings)
         bilm.precision = precision
