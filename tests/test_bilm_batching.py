@@ -93,9 +93,4 @@ def test_pipeline_and_embed_sentences_agree_bit_for_bit(tiny_model, bilm):
 
 
 def test_device_property(bilm):
-    assert bilm.device == torch.device("cpu") == bilm.lstm.w_state[0].device
-    if torch.cuda.is_available():
-        gpu = BiLM.from_state_dict(bilm.options, {k: v.clone() for k, v in bilm.state_dict().items()}).cuda()
-        assert gpu.device.type == "cuda"
-        (out,) = gpu.embed_sentences([SENTS[0]])
-        numpy.testing.assert_allclose(out, bilm.embed_sentences([SENTS[0]])[0], atol=1e-5)
+    assert bilm.device == torch.device("cpu") == bilm.lstm.w_state[0].device  # on CUDA: test_gpu_bilm.py

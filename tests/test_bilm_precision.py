@@ -3,7 +3,7 @@ close to float32, float32 untouched, fallback warning, config validation and ser
 
 The bfloat16 oneDNN tests need a CPU with AVX512-BF16 / AMX (skipped elsewhere); the
 autocast / ``bmm`` path (the one CUDA runs) is forced on any CPU by faking the capability; the
-CUDA tests run only where a GPU is visible."""
+CUDA tests are in test_gpu_bilm.py and test_gpu_pipeline.py (``pytest -m gpu``)."""
 import copy
 import os
 import pickle
@@ -27,7 +27,6 @@ BOUND = 0.999  # the issue's per-token cosine bound
 native_bf16 = pytest.mark.skipif(
     not (precision_mod.cpu_bf16_capability() and precision_mod.onednn_bf16_supported()),
     reason="CPU without native bfloat16 (AVX512-BF16 / AMX)")
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 @pytest.fixture(scope="module")
@@ -215,25 +214,3 @@ def test_elmo_v1_and_replace_listeners_carry_the_setting(files):
     assert source["precision"] == "bfloat16"
 
 
-@cuda
-def test_cuda_autocast(files):
-    ref = BiLM.from_files(*files).to("cuda").embed_sentences(SENTENCES)
-    bilm = BiLM.from_files(*files, precision="bfloat16").to("cuda")
-    out = bilm.embed_sentences(SENTENCES)
-    assert bilm.effective_precision in ("bfloat16", "float16")
-    assert min_cosine(ref, out) >= BOUND
-
-
-@cuda
-def test_cuda_component(files):
-    pytest.importorskip("cupy")
-    from thinc.api import require_cpu, require_gpu
-
-    require_gpu()
-    try:
-        nlp = make_nlp(files, precision="bfloat16")
-        layers = nlp("The river bank overflowed.")._.elmo.layers
-        assert layers.dtype == numpy.float32 and layers.shape[1] == 5
-        assert nlp.get_pipe("elmo").bilm.effective_precision in ("bfloat16", "float16")
-    finally:
-        require_cpu()

@@ -212,21 +212,3 @@ def test_default_packaged_model():
     assert numpy.isfinite(doc._.elmo.layers).all()
 
 
-def test_gpu(files):
-    pytest.importorskip("cupy", reason="GPU test: needs cupy and a CUDA device")
-    if not spacy.prefer_gpu():
-        pytest.skip("GPU test: no CUDA device")
-    try:
-        nlp = make_nlp(files)
-        doc = nlp("Runs on the GPU.")
-        assert type(doc._.elmo.layers).__module__.startswith("cupy")
-        assert nlp.get_pipe("elmo").bilm.char_cnn.projection.weight.is_cuda
-        from spacy.tokens import DocBin
-
-        back = list(DocBin(docs=[doc], store_user_data=True).get_docs(nlp.vocab))[0]
-        assert isinstance(back._.elmo.layers, numpy.ndarray)
-        numpy.testing.assert_allclose(back._.elmo.layers, doc._.elmo.layers.get(), atol=0)
-    finally:
-        from thinc.api import require_cpu
-
-        require_cpu()

@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
-from spacy_elmo.pretrain.export import load_model, write_model
+from spacy_elmo.pretrain.export import lm_layers, load_model, write_model
 from spacy_elmo.pretrain.lm import LanguageModel
 
 MODEL = {
@@ -16,19 +15,8 @@ SOFTMAX = {"cutoffs": [10], "div_value": 2.0}
 
 
 def _lm_layers(lm: LanguageModel, tokens):
-    """(L + 1, n, 2P) computed with the training modules (torch.nn.LSTM)."""
-    ids = numpy.concatenate([BOS_IDS[None], tokens_to_char_array(tokens), EOS_IDS[None]])
-    x = lm.char_cnn(torch.from_numpy(ids))[None]  # (1, n + 2, P)
-    layers = [torch.cat([x, x], -1)[0, 1:-1]]
-    hf, hb = x, x.flip(1)
-    for i, (f, b) in enumerate(zip(lm.forward_lstms, lm.backward_lstms)):
-        of, _ = f(hf)
-        ob, _ = b(hb)
-        if lm.use_skip_connections and i > 0:
-            of, ob = of + hf, ob + hb
-        hf, hb = of, ob
-        layers.append(torch.cat([hf, hb.flip(1)], -1)[0, 1:-1])
-    return torch.stack(layers).numpy()
+    """(L + 1, n, 2P) computed with the training modules."""
+    return lm_layers(lm, tokens).numpy()
 
 
 @pytest.mark.parametrize("skip", [True, False])

@@ -191,23 +191,24 @@ def test_warmup_stable_decay_schedule():
     assert all(lr_factor(s, 10, 110, 0.1, 40) == lr_factor(s, 10, 300, 0.1, 40) for s in range(71))
 
 
-def test_device_setting(corpus, tmp_path):  # noqa: F811
+def test_device_setting(corpus, tmp_path, monkeypatch):  # noqa: F811
     assert resolve_device("cpu").type == "cpu"
     with pytest.raises(ValueError, match=r"\[training\] device = 'tpu': not a device name"):
         resolve_device("tpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match=r"\[training\] device = 'cuda': no CUDA device is available"):
-            resolve_device("cuda")
-        with pytest.raises(ValueError, match="no CUDA device"):  # before the corpus is read
-            pretrain(str(tmp_path / "gpu"), progress=False, overrides=_overrides(
-                str(tmp_path / "missing.txt"), **{"training.device": "cuda", "training.max_steps": 1}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a machine without CUDA
+    with pytest.raises(ValueError, match=r"\[training\] device = 'cuda': no CUDA device is available"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match="no CUDA device"):  # before the corpus is read
+        pretrain(str(tmp_path / "gpu"), progress=False, overrides=_overrides(
+            str(tmp_path / "missing.txt"), **{"training.device": "cuda", "training.max_steps": 1}))
+    monkeypatch.undo()
     meta = pretrain(str(tmp_path / "cpu"), progress=False,
                     overrides=_overrides(corpus, **{"training.device": "cpu", "training.max_steps": 2}))
     assert meta["training"]["commands"][-1]["path"]["device"] == "cpu"
 
 
 def test_stint_stops_like_an_interruption_and_resumes(corpus, tmp_path):  # noqa: F811
-    """stop_after_minutes (the bounded GPU stint of scripts/gpu_pretrain_stint.sh): the invocation
+    """stop_after_minutes (the bounded GPU stint of scripts/device/gpu_check.sh): the invocation
     ends with a checkpoint after its time, and --resume goes on to max_steps."""
     steps = {"training.max_steps": 6, "training.eval_every_steps": 0}
     meta = pretrain(str(tmp_path / "run"), progress=False,

@@ -197,3 +197,23 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
                                f"(lm_head.hdf5 from another model?): {reason}", path=head_path) from e
     lm.eval()
     return lm, words
+
+
+def lm_layers(lm: LanguageModel, tokens: List[str]) -> torch.Tensor:
+    """The ELMo layers of one sentence as the training modules compute them (L + 1, n, 2P)
+    float32, on lm's device: layer 0 the token vectors twice, layer k the concatenated forward
+    and backward LSTM outputs, sentence boundaries dropped. What ``BiLM.from_files`` of the
+    exported files must give for ``tokens`` (the export's check, with either ``lstm_impl``)."""
+    from ..bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
+
+    ids = numpy.concatenate([BOS_IDS[None], tokens_to_char_array(tokens), EOS_IDS[None]])
+    x = lm.char_cnn(torch.from_numpy(ids).to(lm.device))[None]  # (1, n + 2, P)
+    layers = [torch.cat([x, x], -1)[0, 1:-1]]
+    h_f, h_b = x, x.flip(1)
+    for i, (lstm_f, lstm_b) in enumerate(zip(lm.forward_lstms, lm.backward_lstms)):
+        out_f, out_b = lstm_f(h_f)[0], lstm_b(h_b)[0]
+        if lm.use_skip_connections and i > 0:
+            out_f, out_b = out_f + h_f, out_b + h_b
+        h_f, h_b = out_f, out_b
+        layers.append(torch.cat([h_f, h_b.flip(1)], -1)[0, 1:-1])
+    return torch.stack(layers)
