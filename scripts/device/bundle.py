@@ -113,7 +113,10 @@ def download(dest: Path, python_version: str) -> dict:
            "--implementation", "cp", "-d", str(dest), "-c", f.name]
     for platform in PLATFORMS:
         cmd += ["--platform", platform]
-    subprocess.run(cmd + [local_pin(r) for r in LM_ROOTS + SPACY_ROOTS], check=True)
+    proc = subprocess.run(cmd + [local_pin(r) for r in LM_ROOTS + SPACY_ROOTS], capture_output=True, text=True)
+    if proc.returncode:
+        noise = "is ignored: it is neither a file nor a directory"
+        raise ValueError("pip download failed: " + " ".join(x for x in proc.stderr.splitlines() if noise not in x))
     wheels = {}
     for path in sorted(dest.glob("*.whl")):
         wheels[wheel_name(path)] = path
@@ -179,11 +182,11 @@ def corpus_budget_mib(repo: Path = REPO) -> float:
 
 def image_site(dest: str) -> int:
     """Symbolic links, in ``dest``, to this environment's packages that the GPU image also has
-    (less those carried anyway): with a ``.pth`` naming ``dest`` in a fresh venv, an environment
+    (less h5py, which may be missing there): with a ``.pth`` naming ``dest`` in a fresh venv, an environment
     like the image's (the dry run). Returns the number of packages linked."""
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
-    wanted, n = image_packages() - CARRIED_ANYWAY, 0
+    wanted, n = image_packages() - {"h5py"}, 0  # h5py: as if the image lacked it (it is carried)
     for dist in metadata.distributions():
         if canonical(dist.metadata["Name"] or "") not in wanted:
             continue

@@ -37,6 +37,7 @@ esac
 BUDGET=$((TOTAL * SHARE / 100))
 START=$(date +%s)
 PY=${PYTHON:-python3}
+export PYTHON=$PY
 DEVICE=${DEVICE:-cuda}
 THREADS=$(nproc)
 if [ "$DRY" = 1 ]; then DEVICE=cpu; THREADS=1; fi
@@ -76,22 +77,10 @@ step() {
     return 0
 }
 
-install() {  # the call's wheels into .gpu/site, then the imports the call needs
-    local wheels=("$CARRY"/wheels/*.whl)
-    [ -e "${wheels[0]}" ] || { echo "no wheels in $CARRY/wheels: run scripts/device/bundle.sh here first"; return 2; }
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${wheels[@]}" \
-        || return 1
-    "$PY" -c "import importlib, importlib.util, sys
-missing = [m for m in sys.argv[1:] if importlib.util.find_spec(m) is None]
-assert not missing, f'not importable after the install: {missing} (call 3 needs call 2 made just before)'
-for m in sys.argv[1:]:
-    print(m, importlib.import_module(m).__version__)" "$@"
-}
-
 step env 30 "$PY" scripts/device/steps.py env "$STEPS/env.json"
 case $CALL in
 1)
-    step install 90 install h5py confection torch numpy
+    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" h5py confection torch numpy
     step tests_bilm 150 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_bilm.py --junitxml "$STEPS/tests_bilm.xml"
     STINT=$(($(left) - 40))
     EXTRA=()
@@ -102,14 +91,14 @@ case $CALL in
     step parts 60 "$PY" scripts/device/parts.py split "$WORK/run/model" "$OUT" --max-mib 16 --max-files 5
     ;;
 2)
-    step install 90 install h5py confection thinc blis srsly
+    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" h5py confection thinc blis srsly
     SMALL=()
     [ "$DRY" = 1 ] && SMALL=(--small)
     step infer $(($(left) - 15)) "$PY" scripts/device/steps.py infer "$STEPS/infer.json" --device "$DEVICE" \
         --seconds $(($(left) - 45)) "${SMALL[@]}"
     ;;
 3)
-    step install 90 install spacy thinc h5py
+    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" spacy thinc h5py
     step tests_pipeline $(($(left) - 10)) "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_pipeline.py \
         --junitxml "$STEPS/tests_pipeline.xml"
     ;;

@@ -84,9 +84,10 @@ def _md_step(step: dict) -> list:
                              f"{r['batch_size']}; vs CPU max abs diff {worst:.2e}, min cosine {cos:.6f}")
     elif isinstance(res, dict) and "tokens_seen" in res:
         held = res.get("heldout") or {}
+        ppl = (f"{held['perplexity']:.2f}" + (" (full held-out)" if held.get("full_heldout") else "")
+               if "perplexity" in held else "not evaluated (stopped on time)")
         lines.append(f"- {res['steps']:,} steps, {res['tokens_seen']:,} tokens in {res['train_seconds']:,.0f} s: "
-                     f"{res['tokens_per_second']:,.0f} tokens/s; held-out perplexity "
-                     f"{held.get('perplexity', float('nan')):.2f}" + (" (full)" if held.get("full_heldout") else ""))
+                     f"{res['tokens_per_second']:,.0f} tokens/s; held-out perplexity {ppl}")
         lines.append(f"- export check (BiLM vs training modules, float32): max abs diff per layer "
                      f"{res['export_check']['max_abs_diff_per_layer']}; cell_clip {res['export_check']['cell_clip']}, "
                      f"proj_clip {res['export_check']['proj_clip']}")
