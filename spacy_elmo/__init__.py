@@ -14,6 +14,7 @@ a fresh process: at once if spaCy is already imported, else right after spaCy is
 __version__ = "0.1.0"
 
 from ._extensions_hook import install_on_spacy_import  # noqa: E402
+from .bilm.errors import ElmoError  # noqa: E402  (no torch import)
 
 install_on_spacy_import()
 
@@ -38,4 +39,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_MODEL", *_PIPELINE, *_BILM]
+__all__ = ["DEFAULT_MODEL", "ElmoError", *_PIPELINE, *_BILM]

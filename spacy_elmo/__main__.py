@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import typer
 
+from .cli_errors import one_line_errors
 from .convert.cli import register as register_convert
 
 app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
@@ -14,6 +15,7 @@ register_convert(app)
 
 
 @app.command("init-config")
+@one_line_errors
 def init_config_cli(output: Optional[Path] = typer.Argument(None, help="File to write (default: stdout)")):
     """Print (or write) the default pretraining config."""
     from .pretrain.config import default_config_text
@@ -33,6 +35,7 @@ def init_config_cli(output: Optional[Path] = typer.Argument(None, help="File to 
     "pretrain",
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
+@one_line_errors
 def pretrain_cli(
     ctx: typer.Context,
     output_dir: Path = typer.Argument(..., help="Output directory (config.cfg, corpus cache, checkpoint.pt, model/)"),
@@ -46,7 +49,6 @@ def pretrain_cli(
 ):
     """Pretrain a biLM on raw text. Extra options override the config, e.g. --training.max_steps 1000."""
     from .pretrain.config import parse_overrides
-    from .pretrain.corpus import CorpusError
     from .pretrain.train import pretrain
 
     try:
@@ -57,28 +59,21 @@ def pretrain_cli(
     try:
         pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
                  progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:], from_stable=from_stable)
-    except (CorpusError, FileNotFoundError, FileExistsError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
     except KeyboardInterrupt:
         raise typer.Exit(130)
 
 
 @app.command("perplexity")
+@one_line_errors
 def perplexity_cli(
     model: str = typer.Argument(..., help="Model directory (from pretrain) or packaged model name"),
     text_file: Path = typer.Argument(..., help="Text file, one sentence per line (plain or .gz)"),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object"),
 ):
     """Forward, backward and mean perplexity of MODEL on TEXT_FILE."""
-    from .pretrain.corpus import CorpusError
     from .pretrain.perplexity import perplexity
 
-    try:
-        result = perplexity(model, str(text_file))
-    except (CorpusError, FileNotFoundError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    result = perplexity(model, str(text_file))
     if as_json:
         typer.echo(json.dumps(result))
     else:
@@ -89,6 +84,7 @@ def perplexity_cli(
 
 
 @app.command("probe", context_settings={"allow_extra_args": True})
+@one_line_errors
 def probe_cli(
     ctx: typer.Context,
     model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory "
@@ -110,27 +106,23 @@ def probe_cli(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
 ):
     """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
-    from .pipeline.loading import ElmoConfigError
     from .probe.cli import probe_command
 
     if ctx.args and not pipelines:
         typer.echo(f"error: unexpected arguments {ctx.args}: give one MODEL; pipelines go after --pipelines", err=True)
         raise typer.Exit(2)
     pipelines = list(pipelines or []) + [Path(a) for a in ctx.args]
-    try:
-        paths = probe_command(model, str(options_path) if options_path else None,
-                              str(weights_path) if weights_path else None,
-                              [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
-                              context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
-                              progress=not quiet)
-    except (ElmoConfigError, FileNotFoundError, ImportError, OSError, ValueError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    paths = probe_command(model, str(options_path) if options_path else None,
+                          str(weights_path) if weights_path else None,
+                          [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
+                          context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
+                          progress=not quiet)
     typer.echo(Path(paths["md"]).read_text(encoding="utf-8"))
     typer.echo(f"wrote {paths['md']}, {paths['json']}, {paths['png']}")
 
 
 @app.command("download")
+@one_line_errors
 def download_cli(
     source: List[str] = typer.Argument(..., help="A registered model name (see `models`; efml-<lang> too), "
                                                  "or URL_OF_OPTIONS URL_OF_WEIGHTS with --name, or a zip "
@@ -144,9 +136,8 @@ def download_cli(
     fmt: Optional[str] = typer.Option(None, "--format", help="elmoformanylangs: SOURCE is a zip to convert"),
 ):
     """Download an ELMo model into the per-user cache, then use it by name (cache: $SPACY_ELMO_CACHE)."""
-    from .bilm import ElmoWeightsError
     from .convert import cli as convert_cli
-    from .hub import ElmoDownloadError, download_model, parse_pins
+    from .hub import download_model, parse_pins
 
     try:
         efml = convert_cli.handles_download(source, fmt)  # an ELMoForManyLangs zip, converted
@@ -161,9 +152,6 @@ def download_cli(
         if not efml:
             directory = download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=not quiet,
                                        retries=retries)
-    except (ElmoDownloadError, ElmoWeightsError, ValueError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
     except KeyboardInterrupt:
         typer.echo("interrupted: run the same command again to resume", err=True)
         raise typer.Exit(130)
@@ -173,6 +161,7 @@ def download_cli(
 
 
 @app.command("models")
+@one_line_errors
 def models_cli(
     verify: bool = typer.Option(False, "--verify", help="Re-hash every present file against its sha256.json"),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list"),
@@ -185,6 +174,7 @@ def models_cli(
 
 
 @app.command("embed")
+@one_line_errors
 def embed_cli(
     input_path: Path = typer.Argument(..., help="Text (one sentence per line, .gz too), .jsonl, or a .spacy DocBin"),
     output: Path = typer.Argument(..., help="HDF5 file to write (AllenNLP `elmo` layout)"),
@@ -226,9 +216,6 @@ def embed_cli(
                                      num_gpus=gpus_per_actor, **common))
             return
         s = embed_file(str(input_path), str(output), **common)
-    except (FileNotFoundError, ValueError, OSError, ImportError, ConnectionError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
     except KeyboardInterrupt:
         kept = f"shards are kept in {output}" if ray is not None else f"groups are kept in {output}.parts"
         typer.echo(f"interrupted: finished {kept}; run the same command to resume", err=True)

@@ -11,16 +11,29 @@ Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of d
 ``bilm(token_vectors=..., mask=...)`` from padded precomputed vectors. Batching of many
 sentences (distinct-token table, length sort, padding, per-sentence slices), with or without
 autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
-Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`.
+Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`
+(a :class:`ElmoError`, the package's base error; :mod:`.errors` imports no torch).
 Token ids come from the model's own indexer (``bilm.indexer``, :mod:`.indexer`): bilm-tf's bytes,
 or the learned character vocabulary of a converted ELMoForManyLangs model; for any model,
 ``bilm(bilm.batch_to_ids(sentences))`` (``batch_to_ids`` alone is the bilm-tf byte scheme).
 Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
 :mod:`.precision`.
 """
-from .chars import batch_to_ids
-from .errors import ElmoWeightsError
-from .model import BiLM, BiLMOutput
-from .pretrained import DEFAULT_MODEL, available as available_models
+from .errors import ElmoError, ElmoWeightsError
 
-__all__ = ["BiLM", "BiLMOutput", "DEFAULT_MODEL", "ElmoWeightsError", "available_models", "batch_to_ids"]
+# The rest loads on first access (torch is imported then), so the errors import light.
+_LAZY = {"BiLM": ".model", "BiLMOutput": ".model", "batch_to_ids": ".chars", "DEFAULT_MODEL": ".pretrained",
+         "available_models": ".pretrained"}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'spacy_elmo.bilm' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(_LAZY[name], __name__)
+    return getattr(module, "available" if name == "available_models" else name)
+
+
+__all__ = ["BiLM", "BiLMOutput", "DEFAULT_MODEL", "ElmoError", "ElmoWeightsError", "available_models",
+           "batch_to_ids"]

@@ -1,7 +1,17 @@
-"""Errors raised by :mod:`spacy_elmo.bilm`."""
+"""Errors raised by :mod:`spacy_elmo.bilm`, and :class:`ElmoError`, the base of every error the
+package raises on purpose (re-exported as ``spacy_elmo.ElmoError``; it lives here because
+``bilm/`` imports nothing of the package outside itself)."""
 
 
-class ElmoWeightsError(ValueError):
+class ElmoError(Exception):
+    """Base class of every public spacy-elmo error (bad model files, config, corpus, download,
+    embed or scale options...). Each subclass also keeps its builtin parent (``ValueError`` or
+    ``RuntimeError``), so ``except ValueError`` still catches the ones it caught before.
+    The message is one line that names the file, key or option and the reason; the command line
+    prints it as ``error: MESSAGE``."""
+
+
+class ElmoWeightsError(ElmoError, ValueError):
     """A model file cannot be used: ``options.json`` or ``weights.hdf5`` is missing, unreadable,
     not HDF5, truncated, lacks a dataset, or holds a dataset whose shape disagrees with the options.
 

@@ -18,20 +18,18 @@ def convert_cli(
     """Convert a model of another ELMo format into a spacy-elmo model directory (then use OUT by path)."""
     from . import FORMATS, convert
 
-    try:
-        if fmt not in FORMATS:
-            raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-        directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
-    except (ValueError, FileExistsError, OSError) as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2)
+    if fmt not in FORMATS:
+        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
     typer.echo(f"wrote {directory} (sha256 recorded). Use it as name = \"{directory}\" in an elmo component's "
                f"[components.elmo.model], --model {directory}, or BiLM.from_pretrained(\"{directory}\").")
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``convert`` command to ``app``."""
-    app.command("convert")(convert_cli)
+    from ..cli_errors import one_line_errors
+
+    app.command("convert")(one_line_errors(convert_cli))
 
 
 def handles_download(source, fmt: Optional[str]) -> bool:

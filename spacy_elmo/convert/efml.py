@@ -30,11 +30,13 @@ from typing import Dict, Optional, Tuple
 
 import numpy
 
+from ..bilm.errors import ElmoError
+
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 SOURCE_FILES = ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl")
 
 
-class ElmoConvertError(ValueError):
+class ElmoConvertError(ElmoError, ValueError):
     """A source model cannot be converted; the message names the file and the reason. Attribute
     ``path``."""
 

@@ -11,11 +11,12 @@ import os
 import time
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from ..bilm.errors import ElmoError
 from . import inputs, layers
 from .writer import Output, written_args
 
 
-class EmbedError(ValueError):
+class EmbedError(ElmoError, ValueError):
     """An embed run cannot start: bad option, output that exists with other arguments."""
 
 

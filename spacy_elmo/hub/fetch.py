@@ -14,11 +14,13 @@ from urllib.parse import urlparse
 
 from tqdm import tqdm
 
+from ..bilm.errors import ElmoError
+
 BLOCK = 1 << 20  # bytes read per call
 USER_AGENT = "spacy-elmo (python urllib)"
 
 
-class ElmoDownloadError(RuntimeError):
+class ElmoDownloadError(ElmoError, RuntimeError):
     """A model could not be downloaded or is not what was expected: HTTP error, unreachable host,
     connection lost after the retries, sha256 mismatch, files that do not load. The message names
     the URL or file and says what was kept. Attributes: ``url``, ``path`` (either may be None),

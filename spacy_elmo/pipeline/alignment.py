@@ -25,10 +25,11 @@ import numpy
 from spacy.attrs import IDX, LENGTH
 from thinc.api import get_array_module
 
+from ..bilm.errors import ElmoError
 from .data_classes import ElmoData
 
 
-class ElmoAlignmentError(ValueError):
+class ElmoAlignmentError(ElmoError, ValueError):
     """``doc._.elmo`` cannot be matched to the Doc's current tokens."""
 
 

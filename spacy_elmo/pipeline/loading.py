@@ -2,8 +2,10 @@
 import os
 from typing import Optional, Tuple
 
+from ..bilm.errors import ElmoError
 
-class ElmoConfigError(ValueError):
+
+class ElmoConfigError(ElmoError, ValueError):
     """The biLM named in a config cannot be loaded. The message names the config section and key
     (``name`` of an ``ElmoBiLM.v1`` section, ``model`` in the old flat keys, ``options_path`` or
     ``weights_path``), the path and the reason.

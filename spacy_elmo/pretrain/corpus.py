@@ -14,11 +14,12 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 import numpy
 
 from ..bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
+from ..bilm.errors import ElmoError
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 
 
-class CorpusError(ValueError):
+class CorpusError(ElmoError, ValueError):
     """A corpus file is missing, empty or not text."""
 
 

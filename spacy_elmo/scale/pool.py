@@ -5,10 +5,11 @@ import os
 import re
 from typing import Dict, List
 
+from ..bilm.errors import ElmoError
 from .actor import KILL_ENV, ShardEmbedder
 
 
-class ScaleError(ValueError):
+class ScaleError(ElmoError, ValueError):
     """A Ray embed run cannot start or did not finish: bad option, output with other arguments,
     a failed block (the message names the cause)."""
 
