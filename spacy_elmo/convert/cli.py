@@ -1,5 +1,6 @@
-"""``python -m spacy_elmo convert SRC OUT --format elmoformanylangs``: the command's body,
-registered on the main Typer app by :func:`register`."""
+"""``python -m spacy_elmo convert SRC OUT --format elmoformanylangs``: the command's body (the
+typer app is assembled in :mod:`spacy_elmo.__main__`), and the ``download`` side of
+ELMoForManyLangs zips."""
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -23,13 +24,6 @@ def convert_cli(
     directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
     typer.echo(f"wrote {directory} (sha256 recorded). Use it as name = \"{directory}\" in an elmo component's "
                f"[components.elmo.model], --model {directory}, or BiLM.from_pretrained(\"{directory}\").")
-
-
-def register(app: typer.Typer) -> None:
-    """Add the ``convert`` command to ``app``."""
-    from ..cli_errors import one_line_errors
-
-    app.command("convert")(one_line_errors(convert_cli))
 
 
 def handles_download(source, fmt: Optional[str]) -> bool:

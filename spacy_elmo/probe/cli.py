@@ -1,5 +1,11 @@
-"""``python -m spacy_elmo probe``: the command's body (the typer wrapper is in ``__main__``)."""
+"""``python -m spacy_elmo probe``: the command's body (the typer app is assembled in
+:mod:`spacy_elmo.__main__`)."""
+from pathlib import Path
 from typing import List, Optional
+
+import typer
+
+PROBE_CONTEXT = {"allow_extra_args": True}  # pipelines may follow MODEL without --pipelines
 
 
 def probe_command(model: Optional[str], options_path: Optional[str], weights_path: Optional[str],
@@ -11,3 +17,37 @@ def probe_command(model: Optional[str], options_path: Optional[str], weights_pat
 
     result = run_probe(model, options_path, weights_path, ProbeSettings(pipelines=list(pipelines), **settings))
     return {kind: str(path) for kind, path in write_outputs(result, output).items()}
+
+
+def probe_cli(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory "
+                                                     "(default: the embedded en_elmo_small)"),
+    output: Path = typer.Option(..., "--output", "-o", help="Directory for probe.md, probe.json and probe.png"),
+    pipelines: Optional[List[Path]] = typer.Option(None, "--pipelines", help="Trained pipeline directories whose "
+                                                   "learned mixes to read: --pipelines A B C (or repeat the option)"),
+    options_path: Optional[Path] = typer.Option(None, "--options", help="options.json of an official ELMo model "
+                                                "(with --weights; overrides MODEL)"),
+    weights_path: Optional[Path] = typer.Option(None, "--weights",
+                                                help="weights.hdf5 of an official ELMo model (with --options)"),
+    train_sentences: int = typer.Option(3000, "--train-sentences",
+                                        help="Seeded subset of EWT train for the UPOS probe (0 = all 12,544)"),
+    context_sentences: int = typer.Option(1000, "--context-sentences",
+                                          help="Seeded sample of EWT dev for the contextuality measures"),
+    center_sentences: int = typer.Option(1000, "--center-sentences",
+                                         help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
+    seed: int = typer.Option(0, "--seed"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
+):
+    """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
+    if ctx.args and not pipelines:
+        typer.echo(f"error: unexpected arguments {ctx.args}: give one MODEL; pipelines go after --pipelines", err=True)
+        raise typer.Exit(2)
+    pipelines = list(pipelines or []) + [Path(a) for a in ctx.args]
+    paths = probe_command(model, str(options_path) if options_path else None,
+                          str(weights_path) if weights_path else None,
+                          [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
+                          context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
+                          progress=not quiet)
+    typer.echo(Path(paths["md"]).read_text(encoding="utf-8"))
+    typer.echo(f"wrote {paths['md']}, {paths['json']}, {paths['png']}")

@@ -1,0 +1,70 @@
+"""``python -m spacy_elmo init-config | pretrain | perplexity``: the commands' bodies (the typer
+app is assembled in :mod:`spacy_elmo.__main__`)."""
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+PRETRAIN_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True}  # config overrides
+
+
+def init_config_cli(output: Optional[Path] = typer.Argument(None, help="File to write (default: stdout)")):
+    """Print (or write) the default pretraining config."""
+    from .config import default_config_text
+
+    text = default_config_text()
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        typer.echo(f"error: cannot write {output}: {err.strerror or err}", err=True)
+        raise typer.Exit(2)
+
+
+def pretrain_cli(
+    ctx: typer.Context,
+    output_dir: Path = typer.Argument(..., help="Output directory (config.cfg, corpus cache, checkpoint.pt, model/)"),
+    config_path: Optional[Path] = typer.Option(None, "--config", "-c",
+                                               help="Config file (default: the packaged default; see init-config)"),
+    resume: bool = typer.Option(False, "--resume", help="Continue from OUTPUT/checkpoint.pt"),
+    from_stable: bool = typer.Option(False, "--from-stable", help="With --resume: continue the stable phase from "
+                                     "OUTPUT/checkpoint-stable.pt (kept when the decay began) with a larger "
+                                     "--training.max_steps"),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
+):
+    """Pretrain a biLM on raw text. Extra options override the config, e.g. --training.max_steps 1000."""
+    from .config import parse_overrides
+    from .train import pretrain
+
+    try:
+        overrides = parse_overrides(ctx.args)
+    except ValueError as err:
+        typer.echo(f"error: {err} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).", err=True)
+        raise typer.Exit(2)
+    try:
+        pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
+                 progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:], from_stable=from_stable)
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+
+
+def perplexity_cli(
+    model: str = typer.Argument(..., help="Model directory (from pretrain) or packaged model name"),
+    text_file: Path = typer.Argument(..., help="Text file, one sentence per line (plain or .gz)"),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object"),
+):
+    """Forward, backward and mean perplexity of MODEL on TEXT_FILE."""
+    from .perplexity import perplexity
+
+    result = perplexity(model, str(text_file))
+    if as_json:
+        typer.echo(json.dumps(result))
+    else:
+        typer.echo(
+            f"perplexity {result['perplexity']:.2f} (forward {result['forward']:.2f}, "
+            f"backward {result['backward']:.2f}) on {result['tokens']:,} tokens"
+        )
