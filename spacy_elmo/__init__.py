@@ -1,9 +1,15 @@
 """spacy-elmo: ELMo contextual word vectors (Peters et al. 2018) for spaCy v3.
 
-``import spacy_elmo`` is light (no torch/spaCy import); the names below load on first access:
-``ScalarMix``, ``ElmoListener``, ``ElmoData``, ``ElmoComponent``, ``ElmoConfigError``,
-``learned_mixes``, ``format_mixes`` (from :mod:`spacy_elmo.pipeline`), ``BiLM``, ``batch_to_ids``
-(from :mod:`spacy_elmo.bilm`) and ``DEFAULT_MODEL`` (the packaged default biLM's name).
+``import spacy_elmo`` is light (no torch/spaCy import). It exports (``__all__``), each name but
+the first loading its module on first access:
+
+- ``ElmoError``: the base class of every error the package raises (:mod:`spacy_elmo.bilm.errors`);
+- from :mod:`spacy_elmo.pipeline`: ``ElmoComponent``, ``ElmoData``, ``ElmoListener``,
+  ``ScalarMix``, ``Mix``, ``learned_mixes``, ``format_mixes``, ``restore_vector_hooks``,
+  ``with_vector_hooks``, ``ElmoConfigError``, ``ElmoAlignmentError``;
+- from :mod:`spacy_elmo.bilm`: ``BiLM``, ``batch_to_ids``;
+- ``DEFAULT_MODEL``: the packaged default biLM's name.
+
 spaCy finds the ``elmo`` factory and the ``spacy_elmo.*`` architectures through entry points.
 
 ``import spacy_elmo`` also registers ``doc._.elmo`` / ``span._.elmo`` / ``token._.elmo``, so Docs

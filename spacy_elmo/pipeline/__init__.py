@@ -17,21 +17,19 @@ Downstream components use ``spacy_elmo.ElmoListener.v1`` as their ``tok2vec`` (o
 # .alignment); importing spaCy from inside .alignment instead would find it half-initialised.
 import spacy  # noqa: F401,E402  isort: skip
 
+from . import architectures, component  # noqa: F401  (registers the factory and the architectures)
 from .alignment import ElmoAlignmentError
-from .architectures import DEFAULT_MODEL, elmo_bilm_v1, elmo_concat_v1, elmo_listener_v1, elmo_v1, scalar_mix_v1
 from .cache import ElmoDeprecationWarning
-from .component import ElmoComponent, make_elmo
+from .component import ElmoComponent
 from .data_classes import ElmoData
-from .extensions import install_extensions
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
 from .loading import ElmoConfigError
 from .mixes import Mix, format_mixes, learned_mixes
 from .vector_hooks import restore_vector_hooks, set_vector_hooks, with_vector_hooks
 
-__all__ = ["DEFAULT_MODEL", "ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData",
-           "ElmoDeprecationWarning", "ElmoListener",
-           "ScalarMix", "elmo_bilm_v1", "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes",
-           "install_extensions",
-           "learned_mixes", "make_elmo", "restore_vector_hooks", "scalar_mix_v1", "set_vector_hooks",
-           "with_vector_hooks"]
+# The public API. The registered functions (``make_elmo``, ``elmo_v1``, ``elmo_bilm_v1``, ...)
+# stay in :mod:`.component` and :mod:`.architectures`: configs reach them by their registered names.
+__all__ = ["ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData", "ElmoDeprecationWarning",
+           "ElmoListener", "Mix", "ScalarMix", "format_mixes", "learned_mixes", "restore_vector_hooks",
+           "set_vector_hooks", "with_vector_hooks"]
