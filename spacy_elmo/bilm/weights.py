@@ -12,7 +12,8 @@ Datasets (bilm-tf ``dump_weights``; AllenNLP ``_ElmoCharacterEncoder`` / ``ElmoL
     RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0  (C, P)
 
 d = 0 is the forward LM, 1 the backward LM. Float16 files are read as float32; files are written in
-float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset.
+float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset;
+external links, external storage and virtual datasets are refused (:func:`check_self_contained`).
 
 ``format_version`` 2 (see :mod:`.options`) changes ``char_embed`` to (V, d) (V characters of the
 learned vocabulary; row 0 internal is again the zero "no token" row) and adds::
@@ -75,14 +76,74 @@ def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
 
 
 def open_hdf5(path: str):
-    """``h5py.File(path, "r")``; raises ElmoWeightsError naming the file if it is not a readable
-    HDF5 file (truncated, or another format)."""
+    """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoWeightsError
+    naming the file if it is not a readable HDF5 file (truncated, or another format), and naming
+    the dataset if one reads data from outside the file."""
     import h5py
 
     try:
-        return h5py.File(path, "r")
+        f = h5py.File(path, "r")
     except OSError as e:
         raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+    try:
+        check_self_contained(f, path)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def check_self_contained(f, path: str) -> None:
+    """Refuse an HDF5 file whose data lives outside it: an external link (``h5py.ExternalLink``),
+    a dataset with external raw storage (``Dataset.external``) or a virtual dataset
+    (``Dataset.is_virtual``). Such objects make h5py open other files, named by the file itself,
+    when a dataset is read. Raises ElmoWeightsError naming the file and the object; follows no link."""
+    import h5py
+
+    def visit(name, link):  # a returned error stops the walk (raising inside h5py's callback is unsafe)
+        if isinstance(link, h5py.ExternalLink):
+            return ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing "
+                                    "it (a model file must hold its own data)", path=path, dataset=name)
+        if not isinstance(link, h5py.HardLink):
+            return None  # a soft link names an object of this file, itself visited
+        obj = f[name]
+        if isinstance(obj, h5py.Dataset):
+            if obj.is_virtual:
+                return ElmoWeightsError(f"{path}: dataset {name!r} is a virtual dataset (data mapped from other "
+                                        "files); refusing it (a model file must hold its own data)",
+                                        path=path, dataset=name)
+            if obj.external:
+                return ElmoWeightsError(f"{path}: dataset {name!r} keeps its data in external file(s) "
+                                        f"{[e[0] for e in obj.external]}; refusing it (a model file must hold "
+                                        "its own data)", path=path, dataset=name)
+        return None
+
+    try:
+        error = f.visititems_links(visit)
+    except (OSError, RuntimeError, KeyError) as e:
+        raise ElmoWeightsError(f"{path}: the file's objects cannot be listed (file truncated?): {e}",
+                               path=path) from e
+    if error is not None:
+        raise error
+
+
+def self_contained_dataset(f, name: str, path: str):
+    """The dataset ``name`` of the open file ``f``, refused like :func:`check_self_contained`
+    does for the whole file (for files with many datasets, checked one at a time). Raises
+    ElmoWeightsError naming the dataset; KeyError if there is none."""
+    import h5py
+
+    link = f.get(name, getlink=True)
+    if link is None:
+        raise KeyError(name)
+    if isinstance(link, h5py.ExternalLink):
+        raise ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing it",
+                               path=path, dataset=name)
+    obj = f[name]
+    if isinstance(obj, h5py.Dataset) and (obj.is_virtual or obj.external):
+        kind = "a virtual dataset" if obj.is_virtual else "stored in external file(s)"
+        raise ElmoWeightsError(f"{path}: dataset {name!r} is {kind}; refusing it", path=path, dataset=name)
+    return obj
 
 
 def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
