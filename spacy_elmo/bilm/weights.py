@@ -32,8 +32,9 @@ conv weight (n, d, w) = ``W_cnn[0].transpose(2, 1, 0)``; highway ``linear.weight
 LSTM ``w_input[l][d]`` = ``W_0[:P]``, ``w_state[l][d]`` = ``W_0[P:]``, ``bias[l][d]`` = ``B``,
 ``w_proj[l][d]`` = ``W_P_0``, with gate columns reordered from bilm-tf's (i, j, f, o) to (i, f, o, j).
 """
+import math
 import os
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy
 
@@ -73,6 +74,49 @@ def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
             shapes[f"{p}/B"] = (4 * C,)
             shapes[f"{p}/W_P_0"] = (C, P)
     return shapes
+
+
+# The original ELMo (and the 5.5B one, same shapes) has 93,600,848 biLM parameters; 4x that.
+MAX_PARAMS = 4 * 93_600_848
+MAX_PARAMS_ENV = "SPACY_ELMO_MAX_PARAMS"
+
+
+def n_params(options: dict) -> int:
+    """Parameters (float32 values) of the datasets of :func:`layout` for ``options``."""
+    return sum(math.prod(shape) for shape in layout(options).values())
+
+
+def max_params(value: Optional[int] = None) -> int:
+    """The size limit: ``value``, else $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`. Raises
+    ValueError (one line) for an environment value that is not a positive integer."""
+    if value is not None:
+        return int(value)
+    env = os.environ.get(MAX_PARAMS_ENV)
+    if env is None or not env.strip():
+        return MAX_PARAMS
+    try:
+        limit = int(env.replace("_", "").replace(",", ""))
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise ValueError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
+    return limit
+
+
+def check_size(options: dict, path: str, limit: Optional[int] = None) -> int:
+    """The parameter count of ``options``; raises ElmoWeightsError in one line naming the sizes
+    (lstm.dim, projection_dim, n_layers, filters) when it is above :func:`max_params` (raise the
+    limit with $SPACY_ELMO_MAX_PARAMS or ``max_params=`` for a model that really is that big)."""
+    count, limit = n_params(options), max_params(limit)
+    if count > limit:
+        lstm, cnn = options["lstm"], options["char_cnn"]
+        word = options.get("vocab", {}).get("word_dim", 0)
+        raise ElmoWeightsError(
+            f"{path}: the options imply {count:,} parameters ({4 * count / 1e9:.1f} GB of float32: lstm.dim "
+            f"{lstm['dim']:,}, projection_dim {lstm['projection_dim']:,}, n_layers {lstm['n_layers']}, "
+            f"{sum(n for _, n in cnn['filters']):,} filters{f', word_dim {word:,}' if word else ''}), above the "
+            f"limit of {limit:,}; set ${MAX_PARAMS_ENV} to load a model that big", path=path, dataset="lstm.dim")
+    return count
 
 
 def open_hdf5(path: str):
@@ -146,15 +190,22 @@ def self_contained_dataset(f, name: str, path: str):
     return obj
 
 
-def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
+def read_weights(path, options: dict, max_params: Optional[int] = None) -> Dict[str, numpy.ndarray]:
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
-    Raises ElmoWeightsError: file missing, not HDF5 or truncated; a dataset missing, not numeric,
-    of the wrong shape, unreadable, or with NaN/infinite values. Extra datasets are ignored.
+    Before anything is read, the parameter count implied by ``options`` is checked against
+    ``max_params`` (default: $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`, 4x the largest
+    published ELMo), see :func:`check_size`: a small (sparse) file with huge options would
+    otherwise allocate gigabytes.
+
+    Raises ElmoWeightsError: options above the size limit; file missing, not HDF5 or truncated; a
+    dataset missing, not numeric, of the wrong shape, unreadable, or with NaN/infinite values.
+    Extra datasets are ignored.
     """
     import h5py
 
     path = os.fspath(path)
+    check_size(options, path, max_params)
     if not os.path.isfile(path):
         raise ElmoWeightsError(f"{path}: weight file not found", path=path)
     out = {}
