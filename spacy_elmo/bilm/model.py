@@ -114,7 +114,9 @@ class BiLM(nn.Module):
         Raises :class:`~.errors.ElmoWeightsError` (a ValueError) naming the file and dataset for a
         missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
         bad options, or a file whose sha256 differs from the one recorded beside it
-        (:mod:`.integrity`; files without a recorded digest load unchecked).
+        (:mod:`.integrity`; files without a recorded digest load unchecked), or options that imply
+        more than 374,403,392 parameters (4x the original ELMo; checked before any allocation; set
+        $SPACY_ELMO_MAX_PARAMS to raise the limit, see :func:`.weights.check_size`).
         """
         for path in (options_file, weight_file):
             if os.path.isfile(path):

@@ -12,7 +12,8 @@ Datasets (bilm-tf ``dump_weights``; AllenNLP ``_ElmoCharacterEncoder`` / ``ElmoL
     RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0  (C, P)
 
 d = 0 is the forward LM, 1 the backward LM. Float16 files are read as float32; files are written in
-float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset.
+float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset;
+external links, external storage and virtual datasets are refused (:func:`check_self_contained`).
 
 ``format_version`` 2 (see :mod:`.options`) changes ``char_embed`` to (V, d) (V characters of the
 learned vocabulary; row 0 internal is again the zero "no token" row) and adds::
@@ -31,8 +32,9 @@ conv weight (n, d, w) = ``W_cnn[0].transpose(2, 1, 0)``; highway ``linear.weight
 LSTM ``w_input[l][d]`` = ``W_0[:P]``, ``w_state[l][d]`` = ``W_0[P:]``, ``bias[l][d]`` = ``B``,
 ``w_proj[l][d]`` = ``W_P_0``, with gate columns reordered from bilm-tf's (i, j, f, o) to (i, f, o, j).
 """
+import math
 import os
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy
 
@@ -74,26 +76,136 @@ def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
     return shapes
 
 
+# The original ELMo (and the 5.5B one, same shapes) has 93,600,848 biLM parameters; 4x that.
+MAX_PARAMS = 4 * 93_600_848
+MAX_PARAMS_ENV = "SPACY_ELMO_MAX_PARAMS"
+
+
+def n_params(options: dict) -> int:
+    """Parameters (float32 values) of the datasets of :func:`layout` for ``options``."""
+    return sum(math.prod(shape) for shape in layout(options).values())
+
+
+def max_params(value: Optional[int] = None) -> int:
+    """The size limit: ``value``, else $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`. Raises
+    ValueError (one line) for an environment value that is not a positive integer."""
+    if value is not None:
+        return int(value)
+    env = os.environ.get(MAX_PARAMS_ENV)
+    if env is None or not env.strip():
+        return MAX_PARAMS
+    try:
+        limit = int(env.replace("_", "").replace(",", ""))
+    except ValueError:
+        limit = 0
+    if limit <= 0:
+        raise ValueError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
+    return limit
+
+
+def check_size(options: dict, path: str, limit: Optional[int] = None) -> int:
+    """The parameter count of ``options``; raises ElmoWeightsError in one line naming the sizes
+    (lstm.dim, projection_dim, n_layers, filters) when it is above :func:`max_params` (raise the
+    limit with $SPACY_ELMO_MAX_PARAMS or ``max_params=`` for a model that really is that big)."""
+    count, limit = n_params(options), max_params(limit)
+    if count > limit:
+        lstm, cnn = options["lstm"], options["char_cnn"]
+        word = options.get("vocab", {}).get("word_dim", 0)
+        raise ElmoWeightsError(
+            f"{path}: the options imply {count:,} parameters ({4 * count / 1e9:.1f} GB of float32: lstm.dim "
+            f"{lstm['dim']:,}, projection_dim {lstm['projection_dim']:,}, n_layers {lstm['n_layers']}, "
+            f"{sum(n for _, n in cnn['filters']):,} filters{f', word_dim {word:,}' if word else ''}), above the "
+            f"limit of {limit:,}; set ${MAX_PARAMS_ENV} to load a model that big", path=path, dataset="lstm.dim")
+    return count
+
+
 def open_hdf5(path: str):
-    """``h5py.File(path, "r")``; raises ElmoWeightsError naming the file if it is not a readable
-    HDF5 file (truncated, or another format)."""
+    """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoWeightsError
+    naming the file if it is not a readable HDF5 file (truncated, or another format), and naming
+    the dataset if one reads data from outside the file."""
     import h5py
 
     try:
-        return h5py.File(path, "r")
+        f = h5py.File(path, "r")
     except OSError as e:
         raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+    try:
+        check_self_contained(f, path)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
-def read_weights(path, options: dict) -> Dict[str, numpy.ndarray]:
+def check_self_contained(f, path: str) -> None:
+    """Refuse an HDF5 file whose data lives outside it: an external link (``h5py.ExternalLink``),
+    a dataset with external raw storage (``Dataset.external``) or a virtual dataset
+    (``Dataset.is_virtual``). Such objects make h5py open other files, named by the file itself,
+    when a dataset is read. Raises ElmoWeightsError naming the file and the object; follows no link."""
+    import h5py
+
+    def visit(name, link):  # a returned error stops the walk (raising inside h5py's callback is unsafe)
+        if isinstance(link, h5py.ExternalLink):
+            return ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing "
+                                    "it (a model file must hold its own data)", path=path, dataset=name)
+        if not isinstance(link, h5py.HardLink):
+            return None  # a soft link names an object of this file, itself visited
+        obj = f[name]
+        if isinstance(obj, h5py.Dataset):
+            if obj.is_virtual:
+                return ElmoWeightsError(f"{path}: dataset {name!r} is a virtual dataset (data mapped from other "
+                                        "files); refusing it (a model file must hold its own data)",
+                                        path=path, dataset=name)
+            if obj.external:
+                return ElmoWeightsError(f"{path}: dataset {name!r} keeps its data in external file(s) "
+                                        f"{[e[0] for e in obj.external]}; refusing it (a model file must hold "
+                                        "its own data)", path=path, dataset=name)
+        return None
+
+    try:
+        error = f.visititems_links(visit)
+    except (OSError, RuntimeError, KeyError) as e:
+        raise ElmoWeightsError(f"{path}: the file's objects cannot be listed (file truncated?): {e}",
+                               path=path) from e
+    if error is not None:
+        raise error
+
+
+def self_contained_dataset(f, name: str, path: str):
+    """The dataset ``name`` of the open file ``f``, refused like :func:`check_self_contained`
+    does for the whole file (for files with many datasets, checked one at a time). Raises
+    ElmoWeightsError naming the dataset; KeyError if there is none."""
+    import h5py
+
+    link = f.get(name, getlink=True)
+    if link is None:
+        raise KeyError(name)
+    if isinstance(link, h5py.ExternalLink):
+        raise ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing it",
+                               path=path, dataset=name)
+    obj = f[name]
+    if isinstance(obj, h5py.Dataset) and (obj.is_virtual or obj.external):
+        kind = "a virtual dataset" if obj.is_virtual else "stored in external file(s)"
+        raise ElmoWeightsError(f"{path}: dataset {name!r} is {kind}; refusing it", path=path, dataset=name)
+    return obj
+
+
+def read_weights(path, options: dict, max_params: Optional[int] = None) -> Dict[str, numpy.ndarray]:
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
-    Raises ElmoWeightsError: file missing, not HDF5 or truncated; a dataset missing, not numeric,
-    of the wrong shape, unreadable, or with NaN/infinite values. Extra datasets are ignored.
+    Before anything is read, the parameter count implied by ``options`` is checked against
+    ``max_params`` (default: $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`, 4x the largest
+    published ELMo), see :func:`check_size`: a small (sparse) file with huge options would
+    otherwise allocate gigabytes.
+
+    Raises ElmoWeightsError: options above the size limit; file missing, not HDF5 or truncated; a
+    dataset missing, not numeric, of the wrong shape, unreadable, or with NaN/infinite values.
+    Extra datasets are ignored.
     """
     import h5py
 
     path = os.fspath(path)
+    check_size(options, path, max_params)
     if not os.path.isfile(path):
         raise ElmoWeightsError(f"{path}: weight file not found", path=path)
     out = {}

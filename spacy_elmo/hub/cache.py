@@ -23,7 +23,7 @@ CACHE_ENV = "SPACY_ELMO_CACHE"
 FILES = ("options.json", "weights.hdf5")
 SOURCE = "source.json"
 DIGESTS = "sha256.json"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # whole names only: fullmatch
 
 
 def cache_dir() -> str:
@@ -39,7 +39,7 @@ def cache_dir() -> str:
 def check_name(name: str) -> str:
     """Return ``name`` if it can name a cached model (letters, digits, ``.``, ``_``, ``-``; no
     path separators; at most 100 characters). Raises ValueError otherwise."""
-    if not isinstance(name, str) or not _NAME.match(name) or name in (".", ".."):
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
         raise ValueError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
                          "(at most 100 characters, starting with a letter or digit)")
     return name
@@ -93,7 +93,7 @@ def downloaded() -> List[str]:
     root = cache_dir()
     if not os.path.isdir(root):
         return []
-    return sorted(n for n in os.listdir(root) if _NAME.match(n) and os.path.isdir(os.path.join(root, n)))
+    return sorted(n for n in os.listdir(root) if _NAME.fullmatch(n) and os.path.isdir(os.path.join(root, n)))
 
 
 def find(name: str, packaged: List[str]) -> str:

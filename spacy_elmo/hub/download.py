@@ -20,7 +20,7 @@ from . import cache, registry
 from .fetch import ElmoDownloadError, check_url, fetch
 
 logger = logging.getLogger("spacy_elmo")
-_HEX = re.compile(r"^[0-9a-f]{64}$")
+_HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
 
 
 def parse_pins(values) -> Dict[str, str]:
@@ -30,7 +30,7 @@ def parse_pins(values) -> Dict[str, str]:
     for value in values or ():
         key, _, digest = value.rpartition("=")
         file = {"": "weights.hdf5", "weights": "weights.hdf5", "options": "options.json"}.get(key.lower())
-        if file is None or not _HEX.match(digest.lower()):
+        if file is None or not _HEX.fullmatch(digest.lower()):
             raise ValueError(f"--sha256 {value!r}: expected 64 hex digits, optionally after 'options=' or 'weights='")
         pins[file] = digest.lower()
     return pins

@@ -33,7 +33,7 @@ from spacy.errors import Warnings
 from thinc.api import get_array_module
 
 SETTING_KEY = ("spacy_elmo", "vectors", None, None)
-_LAYER = re.compile(r"^layer_(\d+)$")
+_LAYER = re.compile(r"layer_(\d+)")  # fullmatch
 
 
 def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Optional[str]:
@@ -43,7 +43,7 @@ def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Op
     if view is None:
         return None
     allowed = {"all": "'top', 'average' or 'layer_k' (k = 0..L)", "top": "'top'", "mix": "'average'", "none": "null"}
-    ok = {"all": view in ("top", "average") or bool(_LAYER.match(str(view))),
+    ok = {"all": view in ("top", "average") or bool(_LAYER.fullmatch(str(view))),
           "top": view == "top", "mix": view == "average", "none": False}
     if store not in ok or not ok[store]:
         raise ValueError(f"{where} vectors = {view!r} with store = {store!r}: must be null or "
@@ -59,7 +59,7 @@ def select(layers, view: str):
         return layers[0].astype("float32", copy=False)
     if view == "average":
         return layers.astype("float32").mean(axis=0)
-    k = layers.shape[0] - 1 if view == "top" else int(_LAYER.match(view).group(1))
+    k = layers.shape[0] - 1 if view == "top" else int(_LAYER.fullmatch(view).group(1))
     if k >= layers.shape[0]:
         raise ValueError(f"vectors = {view!r}: the biLM has layers 0..{layers.shape[0] - 1}")
     return layers[k].astype("float32", copy=False)
@@ -188,6 +188,6 @@ def _norm(v) -> float:
 
 def check_layer(view: str, n_layers: int, where: str = "spacy_elmo") -> None:
     """Raise ValueError naming ``where`` if ``view`` is "layer_k" with k >= n_layers (L + 1)."""
-    match = _LAYER.match(view)
+    match = _LAYER.fullmatch(view)
     if match and int(match.group(1)) >= n_layers:
         raise ValueError(f"{where} vectors = {view!r}: the biLM has layers 0..{n_layers - 1}")

@@ -1,5 +1,6 @@
 """A pretraining run's files: checkpoint.pt (exact resume) and the exported model's meta.json."""
 import os
+import pickle
 from pathlib import Path
 from typing import List, Optional
 
@@ -32,8 +33,12 @@ def save(path: Path, lm: LanguageModel, optimizer, scheduler, state: dict) -> No
 def load(path: Path, lm: LanguageModel, optimizer, scheduler, restore_rng: bool = True) -> dict:
     """Restore a checkpoint written by :func:`save` (on any device) into lm, optimizer and
     scheduler; returns the run state. ``restore_rng`` False leaves torch's RNG as it is (ranks
-    other than 0 of a distributed run, whose streams differ)."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    other than 0 of a distributed run, whose streams differ).
+
+    The file is read with ``torch.load(weights_only=True)``: tensors and plain types (dict, list,
+    tuple, str, int, float, bool, None) only, so a planted pickle runs no code. Raises ValueError
+    (one line, naming the file) for anything else or a file that is not such a checkpoint."""
+    ckpt = read(path)
     lm.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
     scheduler.load_state_dict(ckpt["scheduler"])
@@ -42,6 +47,31 @@ def load(path: Path, lm: LanguageModel, optimizer, scheduler, restore_rng: bool 
     state = ckpt["state"]
     state.setdefault("commands", [])
     return state
+
+
+def read(path: Path) -> dict:
+    """The checkpoint at ``path`` as a dict of tensors and plain types (``weights_only=True``).
+    Raises ValueError in one line for a file holding other objects, a corrupt file, or one
+    without the keys :func:`save` writes."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        glob = next((line for line in lines if "GLOBAL" in line), None)
+        if glob:
+            raise ValueError(f"refusing checkpoint {path}: it holds objects other than tensors and plain "
+                             f"types ({glob})") from None
+        detail = next((line for line in lines if "Unsupported" in line), lines[-1] if lines else "")
+        raise ValueError(f"cannot read checkpoint {path}: not a file of torch.save ({detail})") from None
+    except (RuntimeError, EOFError, OSError, AttributeError) as err:
+        raise ValueError(f"cannot read checkpoint {path}: {str(err).strip().splitlines()[0]}") from None
+    missing = [k for k in _KEYS if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise ValueError(f"{path} is not a pretraining checkpoint (missing {', '.join(missing)})")
+    return ckpt
+
+
+_KEYS = ("model", "optimizer", "scheduler", "state", "torch_rng")
 
 
 def run_meta(name: str, lm: LanguageModel, words: List[str], cfg, corpus: dict, state: dict,

@@ -24,7 +24,7 @@ from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
 from ..bilm.lstm import FORGET_BIAS
 from ..bilm.options import read_options
-from ..bilm.weights import from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
+from ..bilm.weights import check_size, from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
 from .lm import LanguageModel
 
 TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
@@ -145,7 +145,8 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     Raises FileNotFoundError naming the missing file; ElmoWeightsError (a ValueError) naming the
     file for an unreadable or malformed options.json, weights.hdf5 or lm_head.hdf5, or a vocab.txt /
     lm_head.hdf5 / options.json that do not belong together; ValueError if the biLM uses clipping
-    (the training LM has no clipping, see :mod:`.lm`).
+    (the training LM has no clipping, see :mod:`.lm`); ElmoWeightsError for options above the size
+    limit of :func:`~spacy_elmo.bilm.weights.check_size` ($SPACY_ELMO_MAX_PARAMS).
     """
     paths = {name: os.path.join(directory, name)
              for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
@@ -156,6 +157,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
                 "lm_head.hdf5 and vocab.txt (as written by `python -m spacy_elmo pretrain`)"
             )
     options = read_options(paths["options.json"])
+    check_size(options, paths["weights.hdf5"])  # before LanguageModel allocates (see BiLM.from_files)
     lstm, cnn = options["lstm"], options["char_cnn"]
     if lstm.get("cell_clip") or lstm.get("proj_clip"):
         raise ValueError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")

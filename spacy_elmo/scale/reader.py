@@ -14,6 +14,7 @@ from typing import Dict, List
 import h5py
 import numpy
 
+from ..bilm.weights import self_contained_dataset
 from . import manifest as _manifest
 
 
@@ -56,7 +57,8 @@ class ShardedVectors:
     def __getitem__(self, index: int) -> numpy.ndarray:
         """Line ``index``'s array, (L+1, n, D) or (n, D) (see the manifest's "shape"), in the
         manifest's dtype. Raises IndexError if no shard holds it, FileNotFoundError if its shard
-        file is gone, KeyError if the shard lacks the line's dataset."""
+        file is gone, KeyError if the shard lacks the line's dataset, ElmoWeightsError (a ValueError)
+        if the dataset is an external link, virtual or stored in external files."""
         path = self.shard_file(index)
         k = self._shard_of(index)
         if k not in self._open:
@@ -64,7 +66,7 @@ class ShardedVectors:
                 raise FileNotFoundError(f"shard {path!r} listed in the manifest is missing")
             self._open[k] = h5py.File(path, "r")
         try:
-            return self._open[k][str(int(index))][()]
+            return self_contained_dataset(self._open[k], str(int(index)), path)[()]
         except KeyError:
             raise KeyError(f"{path} has no dataset for line {index} (shard changed after the manifest?)") from None
 
@@ -73,8 +75,9 @@ class ShardedVectors:
         in one ``embed`` file). Reads every shard's small index dataset."""
         merged: Dict[str, int] = {}
         for entry in self.manifest["shards"]:
-            with h5py.File(os.path.join(self.directory, entry["file"]), "r") as f:
-                for text, index in json.loads(f["sentence_to_index"][0]).items():
+            shard = os.path.join(self.directory, entry["file"])
+            with h5py.File(shard, "r") as f:
+                for text, index in json.loads(self_contained_dataset(f, "sentence_to_index", shard)[0]).items():
                     merged[text] = max(merged.get(text, -1), int(index))
         return {text: str(i) for text, i in merged.items()}
 

@@ -19,7 +19,7 @@ import numpy
 from ..embed.writer import ATTR, write_file
 
 SHARD_ATTR = "spacy_elmo_shard"
-_NAME = re.compile(r"^shard-(\d{9,})-(\d{9,})\.hdf5$")
+_NAME = re.compile(r"shard-(\d{9,})-(\d{9,})\.hdf5")  # fullmatch
 
 
 def shard_name(first: int, last: int) -> str:
@@ -76,7 +76,7 @@ def shard_files(directory: str) -> List[str]:
     """Names of the shard files in ``directory`` (sorted; none if it does not exist)."""
     if not os.path.isdir(directory):
         return []
-    return sorted(n for n in os.listdir(directory) if _NAME.match(n))
+    return sorted(n for n in os.listdir(directory) if _NAME.fullmatch(n))
 
 
 def complete_shards(directory: str, args: dict) -> Tuple[List[Dict], List[str], List[str]]:
