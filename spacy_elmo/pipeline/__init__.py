@@ -19,7 +19,6 @@ import spacy  # noqa: F401,E402  isort: skip
 
 from .alignment import ElmoAlignmentError
 from .architectures import DEFAULT_MODEL, elmo_bilm_v1, elmo_concat_v1, elmo_listener_v1, elmo_v1, scalar_mix_v1
-from .cache import ElmoDeprecationWarning
 from .component import ElmoComponent, make_elmo
 from .data_classes import ElmoData
 from .extensions import install_extensions
@@ -30,7 +29,7 @@ from .mixes import Mix, format_mixes, learned_mixes
 from .vector_hooks import restore_vector_hooks, set_vector_hooks, with_vector_hooks
 
 __all__ = ["DEFAULT_MODEL", "ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData",
-           "ElmoDeprecationWarning", "ElmoListener",
+           "ElmoListener",
            "ScalarMix", "elmo_bilm_v1", "elmo_concat_v1", "elmo_listener_v1", "elmo_v1", "Mix", "format_mixes",
            "install_extensions",
            "learned_mixes", "make_elmo", "restore_vector_hooks", "scalar_mix_v1", "set_vector_hooks",
