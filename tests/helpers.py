@@ -2,9 +2,8 @@
 
 - :func:`write_tiny_model`: a seeded random biLM in the bilm-tf file layout, written by our own
   writer (:meth:`spacy_elmo.bilm.BiLM.save`); the ``tiny_model`` fixture of conftest.py uses it.
-- :func:`elmo_config`: ``[components.elmo]`` settings in today's shape (biLM settings in the
-  ``spacy_elmo.ElmoBiLM.v1`` model section), so that only the tests of the old flat keys see their
-  deprecation warning.
+- :func:`elmo_config`: ``[components.elmo]`` settings (biLM settings in the
+  ``spacy_elmo.ElmoBiLM.v1`` model section).
 - :func:`load_script`: import a script of the repository (``dev/``, ``scripts/``) by its path.
 """
 import importlib.util
@@ -44,8 +43,8 @@ class ModelFiles(NamedTuple):
         return {"options_path": self.options_path, "weights_path": self.weights_path}
 
 
-# the elmo factory's own keys (and the deprecated cache_size, flat only); the rest is the biLM's
-COMPONENT_KEYS = ("store", "dtype", "vectors", "cache_size")
+# the elmo factory's own keys; the rest is the biLM's
+COMPONENT_KEYS = ("store", "dtype", "vectors")
 
 
 def elmo_config(files: Optional[Union[ModelFiles, Mapping[str, str], Sequence[str]]] = None, **settings) -> dict:

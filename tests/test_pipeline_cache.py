@@ -1,7 +1,7 @@
 """The layer cache while the biLM is frozen: evaluation during training reads it instead of running
-the biLM again, fine-tuning clears it, outputs do not change, the memory budget holds, and the old
-``cache_size`` key still loads. The biLM's work is counted by wrapping ``BiLM.forward_indexed``
-(every biLM call of the pipeline goes through it)."""
+the biLM again, fine-tuning clears it, outputs do not change and the memory budget holds. The
+biLM's work is counted by wrapping ``BiLM.forward_indexed`` (every biLM call of the pipeline goes
+through it)."""
 import tracemalloc
 
 import numpy
@@ -11,7 +11,7 @@ from spacy.training import Example
 from spacy.util import fix_random_seed
 from thinc.api import Adam
 
-from spacy_elmo.pipeline.cache import ElmoDeprecationWarning, LayersCache
+from spacy_elmo.pipeline.cache import LayersCache
 
 from helpers import elmo_config
 
@@ -198,28 +198,6 @@ def test_budget_is_respected():
     assert held <= budget_mb * 2 ** 20  # what the process really holds for it, keys included
     assert held >= 0.8 * budget_mb * 2 ** 20  # and it was filled, not left empty
     assert cache.get(("never", "stored")) is None
-
-
-def test_old_cache_size_key_still_loads(tiny_model, tmp_path):
-    with pytest.warns(ElmoDeprecationWarning, match="cache_size = 0 is deprecated"):
-        nlp, train_egs, dev, calls = build(tiny_model, cache_size=0)
-    train(nlp, train_egs, 2)
-    assert calls.take() == 2 * len(TRAIN)  # 0 tokens: no cache, as before
-    with pytest.warns(ElmoDeprecationWarning):
-        nlp, train_egs, dev, calls = build(tiny_model, cache_size=1000)
-    train(nlp, train_egs, 2)
-    nlp.evaluate(dev)
-    nlp.evaluate(dev)
-    assert calls.take() == len(TRAIN) + len(DEV)
-    assert "cache_size" in nlp.config["components"]["elmo"]
-    nlp.to_disk(tmp_path / "old")
-    with pytest.warns(ElmoDeprecationWarning):
-        loaded = spacy.load(tmp_path / "old")
-    assert scores(loaded, dev) == scores(nlp, dev)
-    tok2vec = {"@architectures": "spacy_elmo.Elmo.v1", "model": "", **tiny_model.config, "cache_size": 500}
-    blank = spacy.blank("en")
-    with pytest.warns(ElmoDeprecationWarning, match=r"\[spacy_elmo.Elmo.v1\] cache_size"):
-        blank.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": tok2vec}})
 
 
 def test_cache_settings_are_checked(tiny_model):

@@ -4,9 +4,10 @@ import numpy
 import pytest
 import spacy
 from spacy.tokens import Doc
+from thinc.api import ConfigValidationError
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.pipeline import ElmoConfigError, ElmoData, ElmoDeprecationWarning
+from spacy_elmo.pipeline import ElmoConfigError, ElmoData
 
 from helpers import elmo_config
 
@@ -55,7 +56,7 @@ def test_sentences_windows_and_whitespace(files, bilm):
         numpy.testing.assert_allclose(doc._.elmo.layers[:, idx], ref, atol=1e-6)
     space = [t.i for t in doc if t.is_space]
     assert space and not doc._.elmo.layers[:, space].any()
-    # No sentence boundaries: windows of at most max_tokens, split evenly (10 -> 4 + 3 + 3).
+    # No sentence boundaries: windows of at most window_tokens, split evenly (10 -> 4 + 3 + 3).
     doc = make_nlp(files, window_tokens=4)("one two three four five six seven eight nine ten")
     words = doc.text.split()
     refs = bilm.embed_sentences([words[:4], words[4:7], words[7:]])
@@ -158,11 +159,11 @@ def test_clear_errors_for_bad_files(files, tmp_path):
     with pytest.raises(ElmoConfigError) as err:
         make_nlp((files[0], str(not_hdf5))).initialize()
     assert str(not_hdf5) in str(err.value) and "weights_path" in str(err.value)
-    nlp = spacy.blank("en")
-    with pytest.warns(ElmoDeprecationWarning, match="model -> name"):  # the old flat key
-        nlp.add_pipe("elmo", config={"model": "no_such_model"})
-    with pytest.raises(ElmoConfigError, match="model = 'no_such_model'"):
-        nlp.initialize()
+    # the model is a section, not a name; biLM settings are not keys of the component
+    with pytest.raises(ConfigValidationError, match="'no_such_model' is not"):
+        spacy.blank("en").add_pipe("elmo", config={"model": "no_such_model"})
+    with pytest.raises(ConfigValidationError, match="unexpected argument: 'max_tokens'"):
+        spacy.blank("en").add_pipe("elmo", config={**elmo_config(files), "max_tokens": 8})
     # One path without the other would pair files of two models: an error when the pipe is added.
     for key, path in (("options_path", files[0]), ("weights_path", files[1])):
         with pytest.raises(ElmoConfigError, match=rf"\[spacy_elmo.ElmoBiLM.v1\] {key} is set but"):

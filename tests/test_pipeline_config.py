@@ -1,20 +1,18 @@
 """The config shape of the biLM: a ``spacy_elmo.ElmoBiLM.v1`` section (``[components.elmo.model]``,
-``Elmo.v1``'s ``bilm``), and the old flat keys, which still build the same model with one
-ElmoDeprecationWarning. Round trips through to_disk / spacy.load, and replace_listeners copying
-the section."""
+``Elmo.v1``'s ``bilm``); flat biLM keys are config errors. Round trips through to_disk /
+spacy.load, and replace_listeners copying the section."""
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy
 import pytest
 import spacy
 from spacy.training import Example
+from thinc.api import ConfigValidationError
 
 from spacy_elmo.pipeline import learned_mixes
-from spacy_elmo.pipeline.bilm_config import ARCHITECTURE, OLD_KEYS, settings_of
-from spacy_elmo.pipeline.cache import ElmoDeprecationWarning
+from spacy_elmo.pipeline.bilm_config import ARCHITECTURE, settings_of
 
 from helpers import REPO
 
@@ -24,25 +22,12 @@ TEXTS = ["The river bank overflowed.", "", "Green eggs and ham!", " ".join(["wor
 SETTINGS = {"window_tokens": 8, "batch_size": 3, "cache_mb": 0, "threads": 1}
 
 
-def deprecations(record):
-    return [w for w in record if issubclass(w.category, ElmoDeprecationWarning)]
-
-
 def add_elmo(nlp, config):
-    """nlp.add_pipe("elmo", config) and the ElmoDeprecationWarnings it gave."""
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        nlp.add_pipe("elmo", config=config)
-    return deprecations(record)
+    nlp.add_pipe("elmo", config=config)
 
 
 def new_style(tiny_model, **settings):
     return {"model": {"@architectures": ARCHITECTURE, "name": tiny_model.directory, **SETTINGS, **settings}}
-
-
-def old_style(tiny_model, **settings):
-    return {"model": tiny_model.directory, "max_tokens": 8, "batch_size": 3, "cache_mb": 0, "threads": 1,
-            "precision": "float32", **settings}
 
 
 def layers(nlp):
@@ -56,41 +41,26 @@ def assert_same_layers(a, b):
 
 def test_default_config_has_the_section():
     nlp = spacy.blank("en")
-    assert add_elmo(nlp, {}) == []
+    add_elmo(nlp, {})
     cfg = nlp.get_pipe_config("elmo")
     assert cfg["model"]["@architectures"] == ARCHITECTURE and cfg["model"]["name"] == "en_elmo_small"
     assert cfg["model"]["window_tokens"] == 128 and cfg["model"]["options_path"] is None
-    # spaCy lists every argument of the factory: the old flat keys stay, null (= not used)
+    # spaCy lists every argument of the factory: the component's own keys, nothing else
     assert {k: v for k, v in cfg.items() if k not in ("factory", "model")} == {
-        "store": "all", "dtype": "float32", "vectors": None, **{k: None for k in OLD_KEYS if k != "model"}}
+        "store": "all", "dtype": "float32", "vectors": None}
 
 
-def test_old_style_config_builds_the_same_component_with_one_warning(tiny_model):
-    new, old = spacy.blank("en"), spacy.blank("en")
-    assert add_elmo(new, new_style(tiny_model)) == []
-    (warning,) = add_elmo(old, old_style(tiny_model))
-    message = str(warning.message)
-    assert message.startswith("[components.elmo] model, max_tokens, batch_size, cache_mb, threads, precision: ")
-    assert "[components.elmo.model]" in message and ARCHITECTURE in message and "window_tokens" in message
-    assert settings_of(old.get_pipe("elmo").model) == settings_of(new.get_pipe("elmo").model)
-    assert old.get_pipe("elmo").cfg == new.get_pipe("elmo").cfg
-    assert_same_layers(old, new)
-    # the files as options_path / weights_path, and the deprecated cache_size: still one warning
-    files = spacy.blank("en")
-    (warning,) = add_elmo(files, {**tiny_model.config, "max_tokens": 8, "cache_size": 100})
-    assert "options_path, weights_path, max_tokens, cache_size:" in str(warning.message)
-    assert "cache_size = 100 is deprecated" in str(warning.message)
-    assert_same_layers(files, new)
-
-
-def test_old_keys_over_a_section_apply_to_its_settings(tiny_model):
-    """An old flat key given on top of the section (e.g. an old-style override at load time)
-    changes that key only, with one warning."""
-    nlp = spacy.blank("en")
-    (warning,) = add_elmo(nlp, {**new_style(tiny_model), "max_tokens": 5})
-    assert "[components.elmo] max_tokens:" in str(warning.message)
-    settings = settings_of(nlp.get_pipe("elmo").model)
-    assert settings["window_tokens"] == 5 and settings["name"] == tiny_model.directory and settings["batch_size"] == 3
+def test_flat_bilm_keys_are_config_errors(tiny_model):
+    """The biLM's settings live in the model section only: a flat key of the component (or of
+    Elmo.v1) or a model given by name is refused by spaCy's config validation."""
+    for config in ({**new_style(tiny_model), "max_tokens": 5}, {**new_style(tiny_model), "cache_size": 100},
+                   {"model": tiny_model.directory}):
+        with pytest.raises(ConfigValidationError):
+            add_elmo(spacy.blank("en"), config)
+    tok2vec = {"@architectures": "spacy_elmo.Elmo.v1", "width": 8, "model": tiny_model.directory}
+    with pytest.raises(ConfigValidationError, match="unexpected argument: 'model'"):
+        spacy.blank("en").add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2",
+                                                               "tok2vec": tok2vec}})
 
 
 def test_bad_model_section_names_the_new_keys(tiny_model):
@@ -125,11 +95,8 @@ def test_new_style_round_trips_through_disk(tiny_model, tmp_path):
     nlp.to_disk(tmp_path / "p")
     text = (tmp_path / "p" / "config.cfg").read_text(encoding="utf-8")
     assert "[components.elmo.model]" in text and f'@architectures = "{ARCHITECTURE}"' in text
-    assert "max_tokens" not in text.split("[components.elmo.model]")[1].split("\n[")[0]
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        loaded = spacy.load(tmp_path / "p")
-    assert deprecations(record) == []
+    assert "max_tokens" not in text and "cache_size" not in text and "options_path = null\n" in text
+    loaded = spacy.load(tmp_path / "p")
     assert settings_of(loaded.get_pipe("elmo").model) == settings_of(nlp.get_pipe("elmo").model)
     assert_same_layers(loaded, nlp)
     assert tags(loaded) == tags(nlp)
@@ -139,9 +106,8 @@ def test_new_style_round_trips_through_disk(tiny_model, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("style", ["new", "old"])
-def test_replace_listeners_copies_the_section(tiny_model, style):
-    nlp = trained(new_style(tiny_model) if style == "new" else old_style(tiny_model))
+def test_replace_listeners_copies_the_section(tiny_model):
+    nlp = trained(new_style(tiny_model))
     before = tags(nlp)
     section = settings_of(nlp.get_pipe("elmo").model)
     nlp.replace_listeners("elmo", "tagger", ["model.tok2vec"])
@@ -150,74 +116,27 @@ def test_replace_listeners_copies_the_section(tiny_model, style):
     bilm = tok2vec["bilm"]
     assert bilm["@architectures"] == ARCHITECTURE
     assert {k: v for k, v in bilm.items() if k != "@architectures"} == {k: section[k] for k in bilm if k in section}
-    if style == "new":
-        assert bilm == nlp.get_pipe_config("elmo")["model"]  # the section itself
+    assert bilm == nlp.get_pipe_config("elmo")["model"]  # the section itself
     nlp.remove_pipe("elmo")
     assert tags(nlp) == before
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        fresh = spacy.util.load_model_from_config(nlp.config, auto_fill=True).from_bytes(nlp.to_bytes())
-    assert deprecations(record) == []
+    fresh = spacy.util.load_model_from_config(nlp.config, auto_fill=True).from_bytes(nlp.to_bytes())
     assert tags(fresh) == before and learned_mixes(fresh) == learned_mixes(nlp)
 
 
-def test_elmo_v1_takes_the_section_and_old_keys(tiny_model):
+def test_elmo_v1_takes_the_section(tiny_model):
     from spacy_elmo.pipeline.architectures import elmo_v1
 
-    def tok2vec(**cfg):
-        nlp = spacy.blank("en")
-        with warnings.catch_warnings(record=True) as record:
-            warnings.simplefilter("always")
-            nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": {
-                "@architectures": "spacy_elmo.Elmo.v1", "width": 8, **cfg}}})
-        nlp.initialize(lambda: [Example.from_dict(nlp.make_doc(t), {"tags": g}) for t, g in TRAIN])
-        return nlp, deprecations(record)
-
-    new, none = tok2vec(bilm={"@architectures": ARCHITECTURE, "name": tiny_model.directory, **SETTINGS})
-    old, (warning,) = tok2vec(model=tiny_model.directory, max_tokens=8, batch_size=3, cache_mb=0, threads=1)
-    assert none == [] and str(warning.message).startswith("[spacy_elmo.Elmo.v1] model, max_tokens, batch_size")
-    assert " bilm = {" in str(warning.message)
-    assert settings_of(new.get_pipe("tagger").model.get_ref("tok2vec").layers[0]) == \
-        settings_of(old.get_pipe("tagger").model.get_ref("tok2vec").layers[0])
-    old.get_pipe("tagger").model.from_bytes(new.get_pipe("tagger").model.to_bytes())
-    assert tags(old) == tags(new)
-    assert elmo_v1().get_ref("bilm").attrs["source"]["name"] == "en_elmo_small"  # the default biLM, no warning
-
-
-def test_old_style_pipeline_on_disk_loads_with_one_warning(tiny_model, tmp_path):
-    """A pipeline saved in the old shape (config.cfg with flat keys, and the old attrs in its
-    model bytes) loads and predicts the same."""
     nlp = spacy.blank("en")
-    add_elmo(nlp, {**old_style(tiny_model), "cache_size": 1000})
-    nlp.initialize()
-    nlp.to_disk(tmp_path / "old")
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        loaded = spacy.load(tmp_path / "old")
-    assert len(deprecations(record)) == 1
-    assert_same_layers(loaded, nlp)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["tagger-ewt-elmo", "ner-conll-elmo"])
-def test_saved_project_pipelines_still_load(name, tmp_path):
-    """The pipelines spacy train wrote before the section existed (training/, when present)
-    load with one warning, and predict the same after a round trip in the new code."""
-    path = REPO / "training" / name / "model-best"
-    if not (path / "config.cfg").is_file():
-        pytest.skip(f"{path} not trained")
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        nlp = spacy.load(path)
-    assert len(deprecations(record)) == 1
-    texts = ["Maria lives in Lisbon .", "The river bank overflowed after heavy rain ."]
-    docs = list(nlp.pipe(texts))
-    nlp.to_disk(tmp_path / "again")
-    with pytest.warns(ElmoDeprecationWarning):  # its config.cfg is still the old one, as spacy.load read it
-        again = list(spacy.load(tmp_path / "again").pipe(texts))
-    for a, b in zip(docs, again):
-        numpy.testing.assert_array_equal(a._.elmo.layers, b._.elmo.layers)
-        assert [t.tag_ for t in a] == [t.tag_ for t in b] and [e.text for e in a.ents] == [e.text for e in b.ents]
+    nlp.add_pipe("tagger", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": {
+        "@architectures": "spacy_elmo.Elmo.v1", "width": 8,
+        "bilm": {"@architectures": ARCHITECTURE, "name": tiny_model.directory, **SETTINGS}}}})
+    nlp.initialize(lambda: [Example.from_dict(nlp.make_doc(t), {"tags": g}) for t, g in TRAIN])
+    settings = settings_of(nlp.get_pipe("tagger").model.get_ref("tok2vec").layers[0])
+    assert settings["name"] == tiny_model.directory and settings["window_tokens"] == 8
+    assert settings["batch_size"] == 3 and settings["precision"] == "float32"
+    assert elmo_v1().get_ref("bilm").attrs["source"]["name"] == "en_elmo_small"  # the default biLM
+    with pytest.raises(ValueError, match=r"\[spacy_elmo.Elmo.v1\] expected a biLM model built by"):
+        elmo_v1(tiny_model.directory)
 
 
 def test_section_resolves_in_a_fresh_process(tiny_model):

@@ -18,7 +18,7 @@ from thinc.api import Dropout, Linear, Maxout, Model, chain, concatenate, with_a
 from thinc.types import Floats2d, Floats3d
 
 from ..package_data import DEFAULT_MODEL
-from .bilm_config import build_bilm, old_keys, resolve_bilm
+from .bilm_config import build_bilm, check_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
@@ -97,27 +97,15 @@ def elmo_listener_v1(upstream: str = "*", grad_factor: float = 0.0, mix: Optiona
 @registry.architectures("spacy_elmo.Elmo.v1")
 def elmo_v1(bilm: Optional[Model[List[Doc], List[Floats3d]]] = None, grad_factor: float = 0.0,
             mix: Optional[Model] = None, initial_weights: Optional[List[float]] = None, trainable: bool = True,
-            layer_norm: bool = False, dropout: float = 0.0, width: Optional[int] = None,
-            model: Optional[str] = None, options_path: Optional[str] = None, weights_path: Optional[str] = None,
-            max_tokens: Optional[int] = None, batch_size: Optional[int] = None, cache_mb: Optional[float] = None,
-            cache_dtype: Optional[str] = None, threads: Union[int, str, None] = None,
-            cache_size: Optional[int] = None, precision: Optional[str] = None) -> Model[List[Doc], List[Floats2d]]:
+            layer_norm: bool = False, dropout: float = 0.0,
+            width: Optional[int] = None) -> Model[List[Doc], List[Floats2d]]:
     """Tok2vec with its own biLM: Doc -> sentences/windows -> biLM -> ScalarMix -> dropout ->
     Linear(width). ``bilm``: the biLM model, a ``spacy_elmo.ElmoBiLM.v1`` section (default: that
     architecture's defaults, the packaged default biLM); saved inside this model. Frozen unless
-    ``grad_factor > 0``. Output: float32 (len(doc), width or dim) per Doc.
-
-    Deprecated: the biLM settings as flat keys of this section (``model``, ``options_path``,
-    ``weights_path``, ``max_tokens``, ``batch_size``, ``cache_mb``, ``cache_dtype``, ``threads``,
-    ``precision``, ``cache_size``), as written before ``bilm`` existed: still read, over
-    ``bilm``'s settings, with one ElmoDeprecationWarning (see :mod:`.bilm_config`).
+    ``grad_factor > 0``. Output: float32 (len(doc), width or dim) per Doc. Raises ValueError
+    for a ``bilm`` that is not an ElmoBiLM.v1 model.
     """
-    old = old_keys(model=model, options_path=options_path, weights_path=weights_path, max_tokens=max_tokens,
-                   batch_size=batch_size, cache_mb=cache_mb, cache_dtype=cache_dtype, threads=threads,
-                   cache_size=cache_size, precision=precision)
-    if isinstance(bilm, str):  # elmo_v1("en_elmo_small"): the old first argument, model
-        old, bilm = {"model": bilm, **old}, None
-    doc_layers = resolve_bilm(bilm, old, "[spacy_elmo.Elmo.v1]", "bilm")
+    doc_layers = check_bilm(bilm, "[spacy_elmo.Elmo.v1]")
     layers = elmo_layers_part(doc_layers, grad_factor)
     out = chain(layers, elmo_readout(mix, initial_weights, trainable, layer_norm, dropout, width))
     out.set_ref("bilm", bilm_of(doc_layers))

@@ -35,12 +35,9 @@ dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passe
   (dim 1024) takes 4x as much per token.
 - Never serialized: a copy or an unpickled model starts empty, with the same capacity.
 
-``capacity_tokens`` is the deprecated ``cache_size`` key (a token count, float32 entries): the
-capacity becomes that many tokens' float32 layers once the first entry shows their size.
 """
 import math
 import sys
-import warnings
 from typing import Hashable, Optional
 
 DTYPES = ("float16", "float32")
@@ -48,24 +45,6 @@ DTYPES = ("float16", "float32")
 # measured with tracemalloc).
 ENTRY_OVERHEAD = 1024
 MB = 1 << 20
-
-
-class ElmoDeprecationWarning(FutureWarning):
-    """A config key or argument of spacy-elmo that still works but will go away (a
-    FutureWarning, so that Python shows it to end users)."""
-
-
-def cache_size_deprecation(cache_size: int, where: str) -> str:
-    """The message that says the config key ``cache_size`` is deprecated and how it is read."""
-    return (f"{where} cache_size = {cache_size} is deprecated: set cache_mb (the layer cache's capacity in MB) "
-            f"and cache_dtype instead. For now cache_size is used as before: the memory of {cache_size} tokens "
-            f"of float32 layers (cache_mb and cache_dtype are ignored)")
-
-
-def warn_cache_size(cache_size: Optional[int], where: str) -> None:
-    """Warn (ElmoDeprecationWarning) that the config key ``cache_size`` is deprecated, if set."""
-    if cache_size is not None:
-        warnings.warn(cache_size_deprecation(cache_size, where), ElmoDeprecationWarning, stacklevel=3)
 
 
 def _is_number(value) -> bool:
@@ -78,22 +57,18 @@ def _key_bytes(key) -> int:
 
 class LayersCache:
     """Map ``tuple of token strings -> array (nL, n_tokens, dim)``, as described above.
-    ``capacity_mb = 0`` (and no ``capacity_tokens``) disables it.
-    Raises ValueError naming the config key for a capacity that is not a finite number >= 0 (or
-    ``capacity_tokens`` not an integer >= 0) or an unknown dtype."""
+    ``capacity_mb = 0`` disables it.
+    Raises ValueError naming the config key for a capacity that is not a finite number >= 0 or
+    an unknown dtype."""
 
-    def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32", *, capacity_tokens: Optional[int] = None):
+    def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32"):
         if not _is_number(capacity_mb) or not math.isfinite(capacity_mb) or capacity_mb < 0:
             raise ValueError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}")
-        if capacity_tokens is not None and (not _is_number(capacity_tokens) or int(capacity_tokens) != capacity_tokens
-                                            or capacity_tokens < 0):
-            raise ValueError(f"cache_size must be an integer >= 0 (tokens), got {capacity_tokens!r}")
         if dtype not in DTYPES:
             raise ValueError(f"cache_dtype must be one of {list(DTYPES)}, got {dtype!r}")
         self.capacity_mb = float(capacity_mb)
-        self.capacity_tokens = None if capacity_tokens is None else int(capacity_tokens)
-        self.dtype = "float32" if capacity_tokens is not None else dtype
-        self.capacity_bytes = 0 if capacity_tokens is not None else int(self.capacity_mb * MB)
+        self.dtype = dtype
+        self.capacity_bytes = int(self.capacity_mb * MB)
         self._data = {}
         self.n_bytes = 0
         self.n_tokens = 0
@@ -107,7 +82,7 @@ class LayersCache:
 
     @property
     def enabled(self) -> bool:
-        return self.capacity_bytes > 0 or bool(self.capacity_tokens)
+        return self.capacity_bytes > 0
 
     def start_serving(self) -> None:
         """Frozen training has begun: prediction may read and fill the cache from now on."""
@@ -128,8 +103,6 @@ class LayersCache:
         """Keep ``value`` (float32 array (nL, n_tokens, dim) of sentence ``key``) if it fits, and
         return it as :meth:`get` will (rounded to float16 and back when ``dtype`` is float16,
         whether kept or not)."""
-        if self.capacity_tokens is not None and not self.capacity_bytes:
-            self.capacity_bytes = self.capacity_tokens * value.shape[0] * value.shape[2] * 4
         size = value.size * (4 if self.dtype == "float32" else 2) + _key_bytes(key) + ENTRY_OVERHEAD
         keep = key not in self._data and self.n_bytes + size <= self.capacity_bytes
         if self.dtype == "float32":
@@ -153,17 +126,9 @@ class LayersCache:
         self.n_bytes = self.n_tokens = 0
         self.serving = False
 
-    def _config(self):
-        return (self.capacity_mb, self.dtype), {"capacity_tokens": self.capacity_tokens}
-
     # A copy or a pickle carries the capacity, not the (large) contents.
     def __deepcopy__(self, memo):
-        args, kwargs = self._config()
-        return LayersCache(*args, **kwargs)
+        return LayersCache(self.capacity_mb, self.dtype)
 
     def __reduce__(self):
-        return (_rebuild, self._config())
-
-
-def _rebuild(args, kwargs) -> LayersCache:
-    return LayersCache(*args, **kwargs)
+        return (LayersCache, (self.capacity_mb, self.dtype))

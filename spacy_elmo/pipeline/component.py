@@ -14,7 +14,7 @@ the original paths); a missing or malformed file raises :class:`~.loading.ElmoCo
 naming the config key and path.
 """
 from functools import partial
-from typing import Callable, Dict, Iterable, List, Optional, Union
+from typing import Callable, Dict, Iterable, List, Optional
 
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -24,7 +24,7 @@ from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from .bilm_config import DEFAULTS, old_keys, resolve_bilm, section_of, settings_of
+from .bilm_config import DEFAULTS, check_bilm, section_of, settings_of
 from .data_classes import STORE_KINDS, ElmoData
 from .extensions import install_extensions
 from .layers.bilm_layer import get_bilm
@@ -40,11 +40,8 @@ DEFAULT_CONFIG = {"model": section_of(DEFAULTS), "store": "all", "dtype": "float
 
 
 @Language.factory("elmo", assigns=["doc._.elmo"], default_config=DEFAULT_CONFIG)
-def make_elmo(nlp: Language, name: str, model: Union[Model, str, None], store: str = "all", dtype: str = "float32",
-              vectors: Optional[str] = None, options_path: Optional[str] = None, weights_path: Optional[str] = None,
-              max_tokens: Optional[int] = None, batch_size: Optional[int] = None, cache_mb: Optional[float] = None,
-              cache_dtype: Optional[str] = None, cache_size: Optional[int] = None,
-              threads: Union[int, str, None] = None, precision: Optional[str] = None) -> "ElmoComponent":
+def make_elmo(nlp: Language, name: str, model: Model, store: str = "all", dtype: str = "float32",
+              vectors: Optional[str] = None) -> "ElmoComponent":
     """Config keys:
     model: the biLM, a ``spacy_elmo.ElmoBiLM.v1`` section ``[components.elmo.model]``: ``name``
         (packaged model name, ``spacy_elmo.DEFAULT_MODEL``; downloaded model name, ``python -m
@@ -70,14 +67,6 @@ def make_elmo(nlp: Language, name: str, model: Union[Model, str, None], store: s
         ``has_vector``, ``vector_norm`` and ``similarity`` (spaCy user hooks; see
         :mod:`.vector_hooks`). Must be among the stored layers (store "top": "top"; "mix": "average").
 
-    Deprecated, the old config shape: ``model`` as a string (the name, or null) and the biLM
-    settings as flat keys of ``[components.elmo]``: ``options_path``, ``weights_path``,
-    ``max_tokens`` (now ``window_tokens``), ``batch_size``, ``cache_mb``, ``cache_dtype``,
-    ``threads``, ``precision`` and the older ``cache_size`` (a capacity in tokens of float32
-    layers, which replaces cache_mb / cache_dtype). Still read, with one ElmoDeprecationWarning
-    that shows the section to write; flat keys given next to a section override its settings
-    (see :mod:`.bilm_config`).
-
     One ``elmo`` component per pipeline: adding a second one (any name) raises ElmoConfigError,
     since both would write the one ``doc._.elmo`` (see :func:`check_single_elmo`).
     """
@@ -87,16 +76,9 @@ def make_elmo(nlp: Language, name: str, model: Union[Model, str, None], store: s
         if value not in allowed:
             raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
     check_view(vectors, store, where)
-    old = old_keys(options_path=options_path, weights_path=weights_path, max_tokens=max_tokens,
-                   batch_size=batch_size, cache_mb=cache_mb, cache_dtype=cache_dtype, cache_size=cache_size,
-                   threads=threads, precision=precision)
-    if not isinstance(model, Model):  # the old shape: model = "en_elmo_small" (a name or directory) or null
-        old, model = {"model": model, **old}, None
-    from_section = not old
-    doc_layers = resolve_bilm(model, old, where, f"[components.{name}.model]")
-    if from_section:  # errors on loading name the section
-        bilm_of(doc_layers).attrs["source"]["where"] = f"[components.{name}.model]"
-    doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, settings_of(doc_layers), from_section)
+    doc_layers = check_bilm(model, where)
+    bilm_of(doc_layers).attrs["source"]["where"] = f"[components.{name}.model]"  # errors on loading name it
+    doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, settings_of(doc_layers))
     doc_layers.attrs["replace_listener"] = replace_listener
     return ElmoComponent(nlp.vocab, doc_layers, name=name, store=store, dtype=dtype, vectors=vectors)
 

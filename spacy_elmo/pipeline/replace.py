@@ -30,24 +30,19 @@ def _find_listener(cfg: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
-def replace_listener_cfg(settings: Dict[str, Any], from_section: bool, tok2vec_model_cfg: Any,
-                         listener_cfg: Dict[str, Any]) -> Dict:
+def replace_listener_cfg(settings: Dict[str, Any], tok2vec_model_cfg: Any, listener_cfg: Dict[str, Any]) -> Dict:
     """The ``Elmo.v1`` section that takes the listener's place. ``settings``: the ``elmo``
-    component's biLM settings (:func:`.bilm_config.settings_of`); ``from_section``: whether its
-    config gave them as an ElmoBiLM.v1 section alone (then ``tok2vec_model_cfg``, that section,
-    is copied as it is; for the old flat keys the section is written from ``settings``, and a
-    deprecated ``cache_size`` stays a flat key of Elmo.v1). ``listener_cfg``: the component's
+    component's biLM settings (:func:`.bilm_config.settings_of`); ``tok2vec_model_cfg``: its
+    ElmoBiLM.v1 section, copied as it is (when it is not one, the section is written from
+    ``settings``). ``listener_cfg``: the component's
     ``model.tok2vec`` section, searched for the (first) ElmoListener.v1 config. Raises ValueError
     if there is none."""
     listener = _find_listener(listener_cfg)
     if listener is None:
         raise ValueError(f"replace_listeners: no {LISTENER} section found in {dict(listener_cfg)}")
-    own = (from_section and isinstance(tok2vec_model_cfg, dict)
-           and tok2vec_model_cfg.get("@architectures") == ARCHITECTURE)
+    own = isinstance(tok2vec_model_cfg, dict) and tok2vec_model_cfg.get("@architectures") == ARCHITECTURE
     new = {"@architectures": "spacy_elmo.Elmo.v1",
            "bilm": copy.deepcopy(dict(tok2vec_model_cfg)) if own else section_of(settings)}
-    if settings.get("cache_size") is not None:
-        new["cache_size"] = settings["cache_size"]
     new.update({key: listener[key] for key in READOUT_KEYS if key in listener})
     return new
 

@@ -34,16 +34,15 @@ from .bilm_shim import BiLMShim
 
 
 def BiLMLayer(name: Optional[str], options_path: Optional[str] = None, weights_path: Optional[str] = None,
-              *, where: str = "spacy_elmo", name_key: str = "name", batch_size: int = 64, cache_mb: float = 0.0,
-              cache_dtype: str = "float32", cache_size: Optional[int] = None, finetune: bool = False,
+              *, where: str = "spacy_elmo", batch_size: int = 64, cache_mb: float = 0.0,
+              cache_dtype: str = "float32", finetune: bool = False,
               threads: Union[int, str] = "auto", precision: str = "float32") -> Model:
     """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM.
 
-    name / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` and
-    ``name_key`` name the config section and ``name``'s key in error messages. batch_size:
+    name / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` names
+    the config section in error messages. batch_size:
     sentences per biLM call. cache_mb / cache_dtype: capacity (MB) and entry dtype of the layer
-    cache (0 = off; see :mod:`..cache`); cache_size: the deprecated token capacity (float32
-    entries), used instead when not None.
+    cache (0 = off; see :mod:`..cache`).
     threads: torch intra-op threads for each biLM call on CPU, "auto" (fewer when other
     processes keep cores busy; see :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int.
     precision: "float32" (exact) or "bfloat16" for the biLM's products at prediction and frozen
@@ -53,19 +52,19 @@ def BiLMLayer(name: Optional[str], options_path: Optional[str] = None, weights_p
     ElmoConfigError at once if only one of options_path / weights_path is set, and on first use
     if the files cannot be loaded; ValueError for a bad batch_size, cache setting or threads.
     """
-    check_paths(name, options_path, weights_path, where, name_key)
+    check_paths(name, options_path, weights_path, where)
     threads = parse_threads(threads, f"{where} threads")
     if batch_size < 1:
         raise ValueError(f"{where} batch_size must be >= 1, got {batch_size}")
     check_precision(precision, f"{where} precision")
     try:
-        cache = LayersCache(cache_mb, cache_dtype, capacity_tokens=cache_size)
+        cache = LayersCache(cache_mb, cache_dtype)
     except ValueError as err:
         raise ValueError(f"{where} {err}") from None
     return Model(
         "elmo_bilm", forward, init=init, shims=[BiLMShim()], dims={"nL": None, "nO": None},
         attrs={"source": {"name": name, "options_path": options_path, "weights_path": weights_path,
-                          "where": where, "name_key": name_key},
+                          "where": where},
                "batch_size": int(batch_size), "finetune": bool(finetune), "cache": cache,
                "threads": ThreadBudget(threads), "precision": ConfigOnly(precision)},
     )
@@ -90,9 +89,8 @@ def get_bilm(model: Model):
     """The layer's BiLM, loading it from its source files on first use."""
     shim = model.shims[0]
     if shim.bilm is None:
-        src = model.attrs["source"]  # saved before the ElmoBiLM.v1 section: "model", no "name_key"
-        shim.set_bilm(load_bilm(src.get("name", src.get("model")), src["options_path"], src["weights_path"],
-                                src["where"], src.get("name_key", "model")))
+        src = model.attrs["source"]
+        shim.set_bilm(load_bilm(src["name"], src["options_path"], src["weights_path"], src["where"]))
     bilm = shim.bilm
     threads.check_device(bilm.device)
     precision = model.attrs["precision"].value if "precision" in model.attrs else "float32"

@@ -9,16 +9,16 @@ from thinc.types import Floats3d
 from ..segments import doc_segments
 
 
-def DocLayers(bilm_layer: Model, window_tokens: int = 128, *, where: str = "spacy_elmo",
-              key: str = "window_tokens") -> Model[List[Doc], List[Floats3d]]:
+def DocLayers(bilm_layer: Model, window_tokens: int = 128, *,
+              where: str = "spacy_elmo") -> Model[List[Doc], List[Floats3d]]:
     """Model[List[Doc], List[Floats3d]]: one float32 array (num_layers + 1, len(doc), dim) per Doc,
     on the current device; zero rows for whitespace tokens; (num_layers + 1, 0, dim) for an empty
     Doc. Backprop maps the Docs' gradients back to the pieces (fine-tuning only).
     ``window_tokens``: the longest piece the biLM reads (see :mod:`..segments`).
-    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` and ``key`` name the
-    config section and key in errors. Raises ValueError if ``window_tokens`` < 1."""
+    Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` names the config
+    section in errors. Raises ValueError if ``window_tokens`` < 1."""
     if window_tokens < 1:
-        raise ValueError(f"{where} {key} must be >= 1, got {window_tokens}")
+        raise ValueError(f"{where} window_tokens must be >= 1, got {window_tokens}")
     return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], dims={"nL": None, "nO": None},
                  attrs={"window_tokens": int(window_tokens)})
 
