@@ -141,8 +141,8 @@ This card is written by `python dev/model_card.py` from `meta.json` in this fold
 
 ## Training
 
-`python -m spacy_elmo pretrain` (the config of the last stage is `config.cfg` in this folder), from the
-repository root with the corpus files above under `../shared/data/lm/`:
+`python -m spacy_elmo pretrain` on the corpus files above (the config of the last stage is `config.cfg`
+in this folder; its `[corpus] paths` name those files):
 
 {_commands(meta)}
 

@@ -40,7 +40,7 @@ in this folder: the exact command, config, corpus files and their sizes) on:
   licensed CC BY-SA 3.0 / 4.0, https://en.wikipedia.org/ .
 - **Wikinews** (English), `wikinews_en.txt.gz`: text from Wikinews contributors, licensed CC BY 2.5,
   https://en.wikinews.org/ .
-- **UN General Debate speeches** (recent sessions), `un_debates_en.txt.gz`: CC0.
+- **UN General Debate speeches** (recent years), `un_debates_en.txt.gz`: CC0.
 
 The weights are a statistical model derived from that text; they contain no text beyond the
 softmax vocabulary in `vocab.txt` (single tokens). Held-out lines (every 100th block of 1,000 lines
