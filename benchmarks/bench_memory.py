@@ -116,9 +116,9 @@ def run_pipe(docs, args, on_doc) -> None:
 
 
 def run_bilm(docs, args, on_doc) -> None:
-    from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
+    from spacy_elmo import DEFAULT_MODEL, load_bilm
 
-    bilm = BiLM.from_pretrained(args.model or DEFAULT_MODEL)
+    bilm = load_bilm(args.model or DEFAULT_MODEL)
     while True:
         chunk = list(itertools.islice(docs, args.batch_size))
         if not chunk:

@@ -61,7 +61,7 @@ def main(argv=None):
     import ray
     import torch
 
-    from spacy_elmo.bilm import DEFAULT_MODEL
+    from spacy_elmo import DEFAULT_MODEL
     from spacy_elmo.embed import embed_file
     from spacy_elmo.scale import embed_file_ray
 

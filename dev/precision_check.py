@@ -37,10 +37,10 @@ BOUND = 0.999
 def deviation(model, sentences, batch_size=64):
     import numpy as np
 
-    from spacy_elmo.bilm import BiLM
+    from spacy_elmo import load_bilm
 
-    f32 = BiLM.from_pretrained(model)
-    bf16 = BiLM.from_pretrained(model, precision="bfloat16")
+    f32 = load_bilm(model)
+    bf16 = load_bilm(model, precision="bfloat16")
     t0 = time.perf_counter()
     ref = f32.embed_sentences(sentences, batch_size)
     t1 = time.perf_counter()
@@ -112,7 +112,7 @@ def main(argv=None):
 
     import torch
 
-    from spacy_elmo.bilm import DEFAULT_MODEL
+    from spacy_elmo import DEFAULT_MODEL
     from spacy_elmo.bilm.precision import cpu_bf16_capability, cpu_name
 
     torch.set_num_threads(a.threads)

@@ -54,12 +54,12 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(args.threads)
-    from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
+    from spacy_elmo import DEFAULT_MODEL, load_bilm
 
     name = args.model or DEFAULT_MODEL
-    scores = wic_scores(BiLM.from_pretrained(name), args.wic, items=True)
+    scores = wic_scores(load_bilm(name), args.wic, items=True)
     if args.against:
-        diff = compare(scores, wic_scores(BiLM.from_pretrained(args.against), args.wic, items=True))
+        diff = compare(scores, wic_scores(load_bilm(args.against), args.wic, items=True))
         if args.json:
             print(json.dumps(diff))
             return

@@ -103,7 +103,7 @@ def bilm_summary(name_or_path: Optional[str]) -> Optional[str]:
         return None
     path = Path(name_or_path)
     try:
-        from spacy_elmo.bilm.pretrained import resolve
+        from spacy_elmo.hub.resolve import resolve
 
         path = Path(resolve(name_or_path))
     except Exception:

@@ -8,6 +8,8 @@ the first loading its module on first access:
   ``ScalarMix``, ``Mix``, ``learned_mixes``, ``format_mixes``, ``restore_vector_hooks``,
   ``with_vector_hooks``, ``ElmoConfigError``, ``ElmoAlignmentError``;
 - from :mod:`spacy_elmo.bilm`: ``BiLM``, ``batch_to_ids``;
+- ``load_bilm``: a biLM (:class:`~spacy_elmo.bilm.BiLM`) by model name (packaged or downloaded) or directory
+  (:mod:`spacy_elmo.hub.resolve`);
 - ``DEFAULT_MODEL``: the packaged default biLM's name.
 
 spaCy finds the ``elmo`` factory and the ``spacy_elmo.*`` architectures through entry points.
@@ -38,6 +40,10 @@ def __getattr__(name):
         from .package_data import DEFAULT_MODEL
 
         return DEFAULT_MODEL
+    if name == "load_bilm":
+        from .hub.resolve import load_bilm
+
+        return load_bilm
     if name in _BILM:
         from . import bilm
 
@@ -45,4 +51,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_MODEL", "ElmoError", *_PIPELINE, *_BILM]
+__all__ = ["DEFAULT_MODEL", "ElmoError", "load_bilm", *_PIPELINE, *_BILM]

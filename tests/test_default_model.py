@@ -5,8 +5,8 @@ import os
 import numpy
 import pytest
 
-from spacy_elmo.bilm import DEFAULT_MODEL, BiLM
-from spacy_elmo.bilm.pretrained import available, resolve
+from spacy_elmo import DEFAULT_MODEL, load_bilm
+from spacy_elmo.hub.resolve import available, resolve
 from spacy_elmo.probe.senses import sense_scores, word_vectors
 
 # Two senses per word, two sentences per sense (Peters et al. 2018's "bank" example and others).
@@ -25,7 +25,7 @@ SENSES = {
 
 @pytest.fixture(scope="module")
 def bilm():
-    return BiLM.from_pretrained(DEFAULT_MODEL)
+    return load_bilm(DEFAULT_MODEL)
 
 
 def test_default_model_is_packaged_and_documented():

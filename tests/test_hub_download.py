@@ -11,6 +11,7 @@ import numpy
 import pytest
 from typer.testing import CliRunner
 
+from spacy_elmo import load_bilm
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
 from spacy_elmo.hub import ElmoDownloadError, cache, download_model, registry
@@ -123,7 +124,7 @@ def test_download_registered_name_then_use_it_everywhere(server, tiny, monkeypat
     assert cache.read_source("elmo-small")["sha256"]["weights.hdf5"] == hashlib.sha256(tiny[2]).hexdigest()
     # by name: the biLM, and a pipeline config
     sents = [["The", "river", "bank"], []]
-    for a, b in zip(BiLM.from_pretrained("elmo-small").embed_sentences(sents), tiny[0].embed_sentences(sents)):
+    for a, b in zip(load_bilm("elmo-small").embed_sentences(sents), tiny[0].embed_sentences(sents)):
         numpy.testing.assert_array_equal(a, b)
     import spacy
 
@@ -157,12 +158,12 @@ def test_resume_in_a_later_run(server, tiny, monkeypatch):
     assert os.path.getsize(os.path.join(d, "weights.hdf5.part")) == len(tiny[2]) // 2
     assert not os.path.exists(os.path.join(d, "weights.hdf5")) and cache.state("elmo-small") == "partial"
     with pytest.raises(FileNotFoundError, match="partly downloaded.*python -m spacy_elmo download elmo-small"):
-        BiLM.from_pretrained("elmo-small")
+        load_bilm("elmo-small")
     assert "partial" in next(r for r in rows() if r["name"] == "elmo-small")["status"]
     download_model("elmo-small", **FAST)
     assert server.log[-1] == (paths["weights.hdf5"], f"bytes={len(tiny[2]) // 2}-")
     assert cache.state("elmo-small") == "downloaded"
-    BiLM.from_pretrained("elmo-small")
+    load_bilm("elmo-small")
 
 
 def test_a_server_that_ignores_range_restarts_from_zero(server, tiny, monkeypatch):
@@ -194,12 +195,12 @@ def test_a_byte_changed_in_the_cache_is_refused_on_load(server, tiny, monkeypatc
     data[len(data) // 2] ^= 0x01
     open(path, "wb").write(bytes(data))
     with pytest.raises(ElmoWeightsError, match=r"weights\.hdf5: sha256 .* differs"):
-        BiLM.from_pretrained("elmo-small")
+        load_bilm("elmo-small")
     assert next(r for r in rows(verify=True) if r["name"] == "elmo-small")["status"].startswith("CORRUPT")
     with pytest.raises(ElmoDownloadError, match="--force"):
         download_model("elmo-small", **FAST)
     download_model("elmo-small", force=True, **FAST)
-    BiLM.from_pretrained("elmo-small")
+    load_bilm("elmo-small")
 
 
 def test_files_that_do_not_load_are_not_kept(server, tiny, monkeypatch):
@@ -214,7 +215,7 @@ def test_urls_with_a_name(server, tiny):
     result = CliRunner().invoke(app, ["download", urls["options.json"], urls["weights.hdf5"], "--name", "my-elmo",
                                       "--quiet"])
     assert result.exit_code == 0, result.output
-    assert BiLM.from_pretrained("my-elmo").options == tiny[0].options
+    assert load_bilm("my-elmo").options == tiny[0].options
     row = next(r for r in rows() if r["name"] == "my-elmo")
     assert row["kind"] == "downloaded" and row["status"] == "ready"
     with pytest.raises(ValueError, match="downloaded from other URLs"):
@@ -255,7 +256,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
     monkeypatch.setenv("SPACY_ELMO_MIRROR", "http://127.0.0.1:9/never-contacted")
     with pytest.raises(FileNotFoundError, match="'elmo-original' is not downloaded.*python -m spacy_elmo download "
                                                 "elmo-original"):
-        BiLM.from_pretrained("elmo-original")
+        load_bilm("elmo-original")
     import spacy
 
     from spacy_elmo.pipeline import ElmoConfigError
@@ -266,7 +267,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
         nlp.add_pipe("elmo", config=elmo_config(name="elmo-medium"))
         nlp.initialize()
     with pytest.raises(FileNotFoundError, match="downloadable ones .*elmo-small"):
-        BiLM.from_pretrained("no-such-model")
+        load_bilm("no-such-model")
     assert cache_listing() == []
 
 
@@ -286,7 +287,7 @@ def test_bad_arguments_are_one_line_errors(argv, message):
 
 
 def test_models_lists_packaged_registered_and_downloaded():
-    from spacy_elmo.bilm import DEFAULT_MODEL
+    from spacy_elmo import DEFAULT_MODEL
 
     result = CliRunner().invoke(app, ["models"])
     assert result.exit_code == 0

@@ -16,7 +16,8 @@ import sys
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, onednn
+from spacy_elmo import load_bilm
+from spacy_elmo.bilm import onednn
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "benchmarks", "bench_memory.py")
@@ -75,7 +76,7 @@ def _varied_sentences(n: int, seed: int = 0):
 
 @pytest.fixture(scope="module")
 def bilm():
-    return BiLM.from_pretrained()
+    return load_bilm()
 
 
 @needs_onednn

@@ -201,7 +201,7 @@ def test_one_elmo_component_per_pipeline(files):
 
 
 def test_default_packaged_model():
-    from spacy_elmo.bilm.pretrained import DEFAULT_MODEL, available
+    from spacy_elmo.hub.resolve import DEFAULT_MODEL, available
 
     if DEFAULT_MODEL not in available():
         pytest.skip(f"packaged model {DEFAULT_MODEL} not built yet")

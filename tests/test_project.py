@@ -377,7 +377,7 @@ def test_elmo_configs_train_a_step(name, component, tiny_model):
     config = spacy.util.load_config(REPO / "configs" / f"{name}.cfg", overrides={
         f"components.elmo.model.{key}": path for key, path in tiny_model.config.items()})
     assert config["components"]["elmo"]["model"]["name"] == "en_elmo_small"
-    from spacy_elmo.bilm.pretrained import DEFAULT_MODEL, available
+    from spacy_elmo.hub.resolve import DEFAULT_MODEL, available
 
     assert DEFAULT_MODEL == "en_elmo_small" and (not available() or DEFAULT_MODEL in available())
     assert "elmo" not in config["training"]["frozen_components"]

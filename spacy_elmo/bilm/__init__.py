@@ -18,12 +18,14 @@ or the learned character vocabulary of a converted ELMoForManyLangs model; for a
 ``bilm(bilm.batch_to_ids(sentences))`` (``batch_to_ids`` alone is the bilm-tf byte scheme).
 Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
 :mod:`.precision`.
+
+This package imports nothing of spacy_elmo outside itself (tests/test_architecture.py): models by
+name (packaged or downloaded) load through :func:`spacy_elmo.load_bilm` (:mod:`spacy_elmo.hub.resolve`).
 """
 from .errors import ElmoError, ElmoWeightsError
 
 # The rest loads on first access (torch is imported then), so the errors import light.
-_LAZY = {"BiLM": ".model", "BiLMOutput": ".model", "batch_to_ids": ".chars", "DEFAULT_MODEL": ".pretrained",
-         "available_models": ".pretrained"}
+_LAZY = {"BiLM": ".model", "BiLMOutput": ".model", "batch_to_ids": ".chars"}
 
 
 def __getattr__(name):
@@ -32,8 +34,7 @@ def __getattr__(name):
     import importlib
 
     module = importlib.import_module(_LAZY[name], __name__)
-    return getattr(module, "available" if name == "available_models" else name)
+    return getattr(module, name)
 
 
-__all__ = ["BiLM", "BiLMOutput", "DEFAULT_MODEL", "ElmoError", "ElmoWeightsError", "available_models",
-           "batch_to_ids"]
+__all__ = ["BiLM", "BiLMOutput", "ElmoError", "ElmoWeightsError", "batch_to_ids"]

@@ -27,7 +27,6 @@ from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
 from .packing import pack
 from .precision import Resolved, check_precision, resolve as resolve_precision
-from .pretrained import DEFAULT_MODEL, model_files
 from .weights import from_state_dict, read_vocab, read_weights, to_state_dict, write_vocab, write_weights
 
 
@@ -141,21 +140,6 @@ class BiLM(nn.Module):
         bilm.load_state_dict(state_dict, strict=True, assign=True)
         bilm.requires_grad_(False)
         return bilm
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str = DEFAULT_MODEL, stateful: bool = False,
-                        precision: str = "float32") -> "BiLM":
-        """Load a model by name: shipped in the package (``spacy_elmo.DEFAULT_MODEL`` =
-        "en_elmo_small"; see :func:`~.pretrained.available`) or downloaded into the cache with
-        ``python -m spacy_elmo download NAME`` (e.g. "elmo-original"), or a directory holding
-        ``options.json`` + ``weights.hdf5``. Nothing is downloaded here.
-
-        Raises FileNotFoundError if there is no such model (for a registered name not yet
-        downloaded, the message gives the download command);
-        :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
-        """
-        options_file, weight_file = model_files(name_or_path)
-        return cls.from_files(options_file, weight_file, stateful=stateful, precision=precision)
 
     @property
     def device(self) -> torch.device:

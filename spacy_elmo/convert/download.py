@@ -113,8 +113,8 @@ def model_folder(dest: str) -> str:
 
 
 def _resolve(name: str, url: Optional[str]) -> str:
-    from ..bilm.pretrained import available
     from ..hub import registry
+    from ..hub.resolve import available
 
     cache.check_name(name)
     known = efml_registry.url(name)

@@ -33,7 +33,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
     input or model (with the download command for a registered name), ValueError for
     unreadable input lines, ElmoWeightsError for a bad model file."""
-    from ..bilm import BiLM
+    from ..hub.resolve import load_bilm
 
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
@@ -46,7 +46,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
         if not overwrite:
             raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
                              "--overwrite or choose another file")
-    bilm = BiLM.from_pretrained(model)
+    bilm = load_bilm(model)
     groups = read_groups(input_path, p, pretokenized, lang, text_field)
     total = inputs.count(input_path, fmt)
     with Output(output, args) as out:
@@ -91,9 +91,9 @@ def plan_model(model: Optional[str], layer_spec: str = "all", dtype: str = "floa
     """The model and layer part of :func:`plan` (fmt None, no input keys in args), for inputs that
     are not a file (``spacy_elmo.scale.embed_dataset``). ``args["group_tokens"]``: tokens per
     group of about ``group_mb`` MB of float32 output. Raises FileNotFoundError, EmbedError."""
-    from ..bilm import DEFAULT_MODEL
     from ..bilm.options import read_options
-    from ..bilm.pretrained import resolve
+    from ..hub.resolve import resolve
+    from ..package_data import DEFAULT_MODEL
 
     spec = _check_options(layer_spec, dtype, batch_size, group_mb)
     model = model or DEFAULT_MODEL

@@ -63,8 +63,8 @@ def _row(name: str, kind: str, directory: Optional[str], verify: bool) -> Dict[s
 def rows(verify: bool = False) -> List[Dict[str, str]]:
     """One dict per model: name, kind (packaged / registered / downloaded), shape, size, status,
     path. ``verify`` re-hashes every present file against its sha256.json (slow for big ones)."""
-    from ..bilm.pretrained import available
     from ..package_data import MODELS_DIR
+    from .resolve import available
 
     out = [_row(n, "packaged", str(MODELS_DIR / n), verify) for n in available()]
     for name in registry.names():

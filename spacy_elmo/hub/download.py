@@ -66,7 +66,7 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
 
 
 def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
-    from ..bilm.pretrained import available
+    from .resolve import available
 
     cache.check_name(name)
     entry = registry.get(name)

@@ -35,10 +35,10 @@ def resolve_files(name: Optional[str], options_path: Optional[str], weights_path
                   where: str, name_key: str = "name") -> Tuple[Tuple[str, str], Tuple[str, str]]:
     """((options key, options file), (weights key, weights file)). ``options_path`` and
     ``weights_path`` (both or neither) win over ``name`` (a packaged or downloaded model's
-    name, see ``spacy_elmo.bilm.pretrained.resolve``, or a model directory), whose config key
+    name, see ``spacy_elmo.hub.resolve.resolve``, or a model directory), whose config key
     is ``name_key``. Raises ElmoConfigError naming ``where`` and the key when only one of the two
     paths is set or a file cannot be found."""
-    from ..bilm.pretrained import model_files
+    from ..hub.resolve import model_files
 
     check_paths(name, options_path, weights_path, where, name_key)
     files = {}

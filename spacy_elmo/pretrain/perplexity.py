@@ -5,7 +5,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
-from ..bilm.pretrained import resolve
+from ..hub.resolve import resolve
 from .config import load_config
 from .corpus import Split, map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
 from .corpus_cache import prepare_corpus

@@ -129,7 +129,7 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
     for the ``elmo`` component; default ``spacy_elmo.DEFAULT_MODEL``). Returns the result dict
     that :mod:`.report` writes (scores in %, similarities as cosines, times in seconds).
     Raises ElmoConfigError for a model that cannot be loaded, FileNotFoundError for missing data."""
-    from ..bilm.pretrained import DEFAULT_MODEL
+    from ..hub.resolve import DEFAULT_MODEL
     from ..pipeline.loading import load_bilm
 
     s = settings or ProbeSettings()

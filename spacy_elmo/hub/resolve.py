@@ -1,19 +1,21 @@
-"""Model names -> directories: models shipped inside the package, and (through
-:mod:`spacy_elmo.hub.cache`) models downloaded with ``python -m spacy_elmo download NAME``.
+"""Model names -> directories, and loading a biLM by name: models shipped inside the package,
+models downloaded with ``python -m spacy_elmo download NAME`` (:mod:`.cache`), or a directory.
 
 A packaged model is a folder ``<models_dir>/<name>/`` holding at least ``options.json`` and
 ``weights.hdf5`` (plus ``meta.json``, ``vocab.txt``, ``lm_head.hdf5`` and the attribution of its
 training text when it was trained with ``python -m spacy_elmo pretrain``). ``models_dir``
 defaults to the package's own folder, :data:`spacy_elmo.package_data.MODELS_DIR` (the one module
-that knows where package data live).
+that knows where package data live). This module sits above :mod:`spacy_elmo.bilm`, which only
+loads files (``BiLM.from_files``); no torch import until :func:`load_bilm`.
 """
 import os
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
 from ..package_data import DEFAULT_MODEL, MODELS_DIR
+from .cache import find
 
-__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "available", "resolve", "model_files"]
+__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "available", "load_bilm", "model_files", "resolve"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -30,10 +32,10 @@ def available(models_dir: Optional[PathLike] = None) -> List[str]:
     return sorted(p.name for p in directory.iterdir() if (p / "options.json").is_file())
 
 
-def resolve(name_or_path: str, models_dir: Optional[PathLike] = None) -> str:
+def resolve(name_or_path: PathLike, models_dir: Optional[PathLike] = None) -> str:
     """Directory of a model: ``name_or_path`` itself if it is a directory, else a packaged
     model's folder, else a downloaded model's folder in the cache (``python -m spacy_elmo
-    download NAME``; see :mod:`spacy_elmo.hub.cache`). Nothing is downloaded here.
+    download NAME``; see :mod:`.cache`). Nothing is downloaded here.
 
     Raises FileNotFoundError: for a registered or partly downloaded name, with the exact download
     command; otherwise listing the packaged, registered and downloaded names.
@@ -44,13 +46,28 @@ def resolve(name_or_path: str, models_dir: Optional[PathLike] = None) -> str:
     candidate = _folder(models_dir) / name_or_path
     if (candidate / "options.json").is_file():
         return str(candidate)
-    from ..hub.cache import find  # no torch / spaCy import
-
     return find(name_or_path, packaged=available(models_dir))
 
 
-def model_files(name_or_path: str, models_dir: Optional[PathLike] = None) -> Tuple[str, str]:
+def model_files(name_or_path: PathLike, models_dir: Optional[PathLike] = None) -> Tuple[str, str]:
     """(options.json path, weights.hdf5 path) of a model name (packaged or downloaded) or model
     directory; see :func:`resolve`."""
     directory = resolve(name_or_path, models_dir)
     return os.path.join(directory, "options.json"), os.path.join(directory, "weights.hdf5")
+
+
+def load_bilm(name_or_path: PathLike = DEFAULT_MODEL, stateful: bool = False, precision: str = "float32"):
+    """A :class:`~spacy_elmo.bilm.BiLM` by name: shipped in the package (``spacy_elmo.DEFAULT_MODEL``
+    = "en_elmo_small"; see :func:`available`), downloaded into the cache with ``python -m
+    spacy_elmo download NAME`` (e.g. "elmo-original"), or a directory holding ``options.json`` +
+    ``weights.hdf5``. Nothing is downloaded here. ``stateful`` / ``precision``: as
+    ``BiLM.from_files``.
+
+    Raises FileNotFoundError if there is no such model (for a registered name not yet downloaded,
+    the message gives the download command); :class:`~spacy_elmo.bilm.ElmoWeightsError` if its
+    files are malformed or fail their sha256.
+    """
+    from ..bilm import BiLM
+
+    options_file, weight_file = model_files(name_or_path)
+    return BiLM.from_files(options_file, weight_file, stateful=stateful, precision=precision)

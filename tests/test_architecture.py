@@ -1,0 +1,57 @@
+"""Layering: ``spacy_elmo/bilm/`` is a leaf. Its modules import only ``bilm/`` itself, the
+standard library and third-party packages, never the rest of spacy_elmo, spaCy or thinc."""
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import spacy_elmo
+
+BILM = Path(spacy_elmo.__file__).resolve().parent / "bilm"
+FORBIDDEN = ("spacy", "thinc")
+
+
+def _imports(path: Path):
+    """(line, module) of every import in ``path`` (module-level or inside functions); relative
+    imports that leave ``bilm/`` (its modules are all directly in it) are returned as ``..NAME``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                yield node.lineno, node.module
+            elif node.level > 1:
+                yield node.lineno, "." * node.level + (node.module or "")
+
+
+def _violation(module: str) -> bool:
+    top = module.split(".")[0]
+    if module.startswith(".."):
+        return True
+    if top == "spacy_elmo":
+        return not (module == "spacy_elmo.bilm" or module.startswith("spacy_elmo.bilm."))
+    return top in FORBIDDEN
+
+
+def test_bilm_imports_only_bilm_stdlib_and_third_party():
+    files = sorted(BILM.rglob("*.py"))
+    assert len(files) >= 10 and all(path.parent == BILM for path in files)
+    bad = [f"{path.relative_to(BILM.parent)}:{line}: {module}" for path in files
+           for line, module in _imports(path) if _violation(module)]
+    assert bad == []
+
+
+def test_the_checker_sees_violations():
+    assert _violation("..package_data") and _violation("spacy_elmo.hub.cache") and _violation("thinc.api")
+    assert _violation("spacy") and not _violation("spacy_elmo.bilm.errors") and not _violation("torch.nn")
+
+
+def test_loading_bilm_imports_nothing_else_of_the_package():
+    code = ("import sys, spacy_elmo.bilm.model, spacy_elmo.bilm.batching, spacy_elmo.bilm.integrity\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('spacy_elmo', 'spacy', 'thinc')"
+            " and not m.startswith('spacy_elmo.bilm')))")
+    env = dict(os.environ, PYTHONPATH=str(BILM.parent.parent))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['spacy_elmo', 'spacy_elmo._extensions_hook']"
