@@ -55,3 +55,26 @@ def test_loading_bilm_imports_nothing_else_of_the_package():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['spacy_elmo', 'spacy_elmo._extensions_hook']"
+
+
+def test_no_python_module_holds_cpp_source():
+    """The native kernels' C++ lives in ``pretrain/csrc/``, not in Python strings."""
+    package = BILM.parent
+    holders = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+               if any(marker in path.read_text(encoding="utf-8") for marker in ("#include <", "TORCH_LIBRARY("))]
+    assert holders == []
+
+
+def test_cpp_sources_ship_as_package_data():
+    """Every file native.py compiles matches a ``[options.package_data]`` glob of setup.cfg."""
+    import configparser
+    import fnmatch
+
+    from spacy_elmo.pretrain import native
+
+    config = configparser.ConfigParser()
+    config.read(BILM.parent.parent / "setup.cfg")
+    globs = [g.strip() for g in config["options.package_data"]["spacy_elmo"].split(",")]
+    files = [str((native.CSRC / name).relative_to(BILM.parent)) for name in native.sources()]
+    assert native.MAIN in native.sources() and any(name.endswith(".h") for name in native.sources())
+    assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
