@@ -29,7 +29,8 @@ import statistics
 import sys
 import time
 
-from spacy_elmo.shared_data import shared_dir
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import shared_dir  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = str(shared_dir())

@@ -25,7 +25,9 @@ One JSON object per part. Run it with the thread count you want to report
 """
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
 import numpy
@@ -33,7 +35,8 @@ import spacy
 import torch
 from spacy.tokens import Doc
 
-from spacy_elmo.shared_data import ewt_path
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import ewt_path  # noqa: E402
 
 
 def ewt_dev(n: int):

@@ -28,6 +28,7 @@ Run with pretraining paused:  bash benchmarks/paused.sh python benchmarks/bench_
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import sys
@@ -42,7 +43,9 @@ sys.path.insert(0, str(ROOT))
 
 from spacy_elmo.pretrain import recurrent as recurrent_mod, train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
-from spacy_elmo.shared_data import shared_dir  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import shared_dir  # noqa: E402
 
 SHARED = shared_dir()
 MODEL = ROOT / "spacy_elmo" / "models" / "en_elmo_small"

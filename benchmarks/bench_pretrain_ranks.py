@@ -36,7 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.shared_data import shared_dir  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import shared_dir  # noqa: E402
 
 MODEL = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
 CONDITIONS = ("torch-1x2", "native-1x2", "native-2x1", "native-2x1-half")

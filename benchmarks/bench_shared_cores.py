@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from spacy_elmo.shared_data import shared_dir
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import shared_dir  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SHARED = shared_dir()

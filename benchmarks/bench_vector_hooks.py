@@ -10,12 +10,15 @@ read ``token.vector`` for every token and ``doc.vector`` / ``doc.similarity`` fo
 the time ``set_vector_hooks`` (all the component adds per Doc) takes.
 """
 import argparse
+import os
 import statistics
+import sys
 import time
 
 import spacy
 
-from spacy_elmo.shared_data import ewt_path
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
+from shared_data import ewt_path  # noqa: E402
 
 
 def texts(n: int):

@@ -27,9 +27,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, REPO)
+sys.path.insert(0, HERE)
+
+from shared_data import ewt_path  # noqa: E402  (dev/shared_data.py, beside this script)
 
 from spacy_elmo.probe.ewt import read_words  # noqa: E402
-from spacy_elmo.shared_data import ewt_path  # noqa: E402
 
 BOUND = 0.999
 

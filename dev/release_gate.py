@@ -30,6 +30,7 @@ import numpy
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "dev"))  # dev/shared_data.py
 
 PPL_GAIN = 0.03
 WIC_MARGIN = -1.0
@@ -51,9 +52,12 @@ def heldout(run_dir: str, shipped: str, candidate: str) -> dict:
 
 def wic(shipped_bilm, candidate_bilm) -> dict:
     """WiC dev and train-CV of both, candidate minus shipped per view (probe.wic.compare)."""
+    from shared_data import wic_dir
+
     from spacy_elmo.probe.wic import compare, wic_scores
 
-    diff = compare(wic_scores(candidate_bilm, items=True), wic_scores(shipped_bilm, items=True))
+    directory = wic_dir()
+    diff = compare(wic_scores(candidate_bilm, directory, items=True), wic_scores(shipped_bilm, directory, items=True))
     top = str(max(int(v) for v in diff if v.isdigit()))
     average = next(v for v in ("average", "mean") if v in diff)
     checked = {"top": diff[top], "average": diff[average]}

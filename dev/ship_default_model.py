@@ -127,7 +127,7 @@ def _wic(dst: Path):
 
     if not Path(wic.DEFAULT_WIC).is_dir():
         return None
-    return wic.wic_scores(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"))
+    return wic.wic_scores(BiLM.from_files(dst / "options.json", dst / "weights.hdf5"), wic.DEFAULT_WIC)
 
 
 DEMO_RUNS = [("tagger", "UD English-EWT, UPOS accuracy", "tagger-ewt", "tag_acc"),

@@ -25,6 +25,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+from shared_data import wic_dir  # noqa: E402  (dev/shared_data.py, beside this script)
 
 from spacy_elmo.probe.stats import strip_items  # noqa: E402
 from spacy_elmo.probe.wic import (  # noqa: E402,F401
@@ -35,7 +38,6 @@ from spacy_elmo.probe.wic import (  # noqa: E402,F401
     tune_threshold,
     wic_scores,
 )
-from spacy_elmo.shared_data import wic_dir  # noqa: E402
 
 DEFAULT_WIC = str(wic_dir())
 __all__ = ["DEFAULT_WIC", "compare", "cv_correct", "pair_cosines", "read_split", "tune_threshold", "wic_scores", "main"]

@@ -5,7 +5,7 @@
 For every asset of project.yml that is missing (or has the wrong checksum) at its `dest`:
 1. copy it from the shared data folder: `$SPACY_ELMO_SHARED/<shared>` (the asset's `shared` key,
    e.g. `data/ner/wnut17/train.conll`); SPACY_ELMO_SHARED defaults to `../shared` beside the
-   project (resolved by `spacy_elmo.shared_data`, as everywhere else); else
+   project (:func:`shared_dir`); else
 2. download it from the asset's `url` (what `spacy project assets` does).
 The MD5 of the result must equal the asset's `checksum`; otherwise the command fails and says
 which file differs. Existing files with the right checksum are left alone, so running it twice, or
@@ -21,7 +21,17 @@ from typing import Dict, Optional
 
 import srsly
 
-from spacy_elmo.shared_data import shared_dir
+SHARED_ENV = "SPACY_ELMO_SHARED"
+
+
+def shared_dir(project_dir: Optional[Path] = None) -> Path:
+    """The shared data folder, absolute: ``$SPACY_ELMO_SHARED``, else ``../shared`` beside the
+    project (``project_dir``, default this script's project)."""
+    env = os.environ.get(SHARED_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    project = project_dir or Path(__file__).resolve().parent.parent
+    return (Path(project).resolve().parent / "shared").resolve()
 
 
 def md5(path: Path) -> str:
@@ -74,7 +84,7 @@ def fetch(asset: Dict, project_dir: Path, shared: Path) -> str:
 def main(project_yml: str = "project.yml") -> None:
     project_yml_path = Path(project_yml).resolve()
     project_dir = project_yml_path.parent
-    shared = shared_dir()
+    shared = shared_dir(project_dir)
     project = load_project(project_yml_path)
     # `spacy project run` does not create the project's directories (only `clone` does)
     for directory in project.get("directories", []):

@@ -2,16 +2,14 @@
 
 - ``tiny_model``: a small random biLM written by our own writer (``BiLM.save``) into a temporary
   folder, seeded: every test that needs *a* model uses it, so they run in a fresh clone.
-- ``shared_dir`` / ``fixture_dir``: the ``shared`` folder (:mod:`spacy_elmo.shared_data`) and the
+- ``shared_dir`` / ``fixture_dir``: the ``shared`` folder (:func:`helpers.shared_dir`) and the
   bilm-tf reference model with TensorFlow's outputs in it; they skip when it is absent. Only the
   reference-parity tests and the tests on the corpora use them.
 """
 import pytest
 import torch
 
-from spacy_elmo import shared_data
-
-from helpers import ModelFiles, write_tiny_model
+from helpers import ModelFiles, reference_dir, shared_dir as find_shared_dir, write_tiny_model
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +22,7 @@ def tiny_model(tmp_path_factory) -> ModelFiles:
 @pytest.fixture(scope="session")
 def shared_dir() -> str:
     """../shared beside the repository (override with $SPACY_ELMO_SHARED); skips if absent."""
-    path = shared_data.shared_dir()
+    path = find_shared_dir()
     if not path.is_dir():
         pytest.skip(f"shared data folder not found at {path} (set SPACY_ELMO_SHARED)")
     return str(path)
@@ -34,7 +32,7 @@ def shared_dir() -> str:
 def fixture_dir(shared_dir) -> str:
     """The bilm-tf reference model and TensorFlow's outputs for it (shared/fixtures/elmo-reference),
     for the parity tests; skips if absent."""
-    path = shared_data.reference_dir()
+    path = reference_dir()
     if not (path / "lm_weights.hdf5").is_file():
         pytest.skip(f"ELMo reference fixture not found at {path} (set SPACY_ELMO_SHARED)")
     return str(path)
@@ -56,5 +54,5 @@ def pytest_terminal_summary(terminalreporter):
                if "SPACY_ELMO_SHARED" in str(getattr(r, "longrepr", ""))]
     if skipped:
         terminalreporter.write_sep("!", f"{len(skipped)} tests skipped: shared data not found at "
-                                        f"{shared_data.shared_dir()} (reference fixture, corpora); "
+                                        f"{find_shared_dir()} (reference fixture, corpora); "
                                         "set SPACY_ELMO_SHARED", yellow=True)

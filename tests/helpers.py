@@ -5,6 +5,8 @@
 - :func:`elmo_config`: ``[components.elmo]`` settings (biLM settings in the
   ``spacy_elmo.ElmoBiLM.v1`` model section).
 - :func:`load_script`: import a script of the repository (``dev/``, ``scripts/``) by its path.
+- :func:`shared_dir` / :func:`reference_dir`: the development data folder (``$SPACY_ELMO_SHARED``,
+  else ``../shared`` beside the repository); the package itself never looks for it.
 """
 import importlib.util
 import os
@@ -12,6 +14,22 @@ from pathlib import Path
 from typing import Mapping, NamedTuple, Optional, Sequence, Union
 
 REPO = Path(__file__).resolve().parent.parent
+SHARED_ENV = "SPACY_ELMO_SHARED"
+
+
+def shared_dir() -> Path:
+    """The shared data folder, absolute (it may not exist): ``$SPACY_ELMO_SHARED``, else
+    ``../shared`` beside the repository, else beside the current directory."""
+    env = os.environ.get(SHARED_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    beside_repo = REPO.parent / "shared"
+    return beside_repo if beside_repo.is_dir() else (Path.cwd().parent / "shared").resolve()
+
+
+def reference_dir() -> Path:
+    """The bilm-tf reference model and TensorFlow's outputs for it (in the shared folder)."""
+    return shared_dir() / "fixtures" / "elmo-reference"
 
 # The bilm-tf reference model's shapes (shared/fixtures/elmo-reference/options.json): small enough
 # to run in milliseconds, with every part of the architecture (2 highways, 2 layers, skip

@@ -78,3 +78,13 @@ def test_cpp_sources_ship_as_package_data():
     files = [str((native.CSRC / name).relative_to(BILM.parent)) for name in native.sources()]
     assert native.MAIN in native.sources() and any(name.endswith(".h") for name in native.sources())
     assert [f for f in files if not any(fnmatch.fnmatch(f, g) for g in globs)] == []
+
+
+def test_the_package_does_not_look_for_development_data():
+    """No module of the package resolves ``../shared`` or reads ``SPACY_ELMO_SHARED``: the tests
+    (tests/helpers.py) and dev/ (dev/shared_data.py) do; the probe takes its data as options."""
+    package = BILM.parent
+    readers = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+               if "SPACY_ELMO_SHARED" in path.read_text(encoding="utf-8") or "shared_data" in path.read_text(
+                   encoding="utf-8")]
+    assert readers == [] and not (package / "shared_data.py").exists()

@@ -202,9 +202,30 @@ def test_run_probe_end_to_end(bilm, data, tiny_model, tmp_path):
 @pytest.mark.slow
 def test_probe_cli_errors(tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    data = ["--ewt-train", "t.conllu", "--ewt-dev", "d.conllu", "--wic", "wic", "--center-sentences", "0"]
     out = subprocess.run([sys.executable, "-m", "spacy_elmo", "probe", str(tmp_path / "no_model"), "--output",
-                          str(tmp_path / "o"), "--quiet"], capture_output=True, text=True, env=env, cwd=REPO)
+                          str(tmp_path / "o"), "--quiet", *data], capture_output=True, text=True, env=env, cwd=REPO)
     assert out.returncode == 2 and "error:" in out.stderr and "no_model" in out.stderr
     out = subprocess.run([sys.executable, "-m", "spacy_elmo", "probe", "a", "b", "--output", str(tmp_path / "o")],
                          capture_output=True, text=True, env=env, cwd=REPO)
     assert out.returncode == 2 and "pipelines go after --pipelines" in out.stderr
+
+
+def test_probe_needs_its_data_sets(tmp_path):
+    """The probe takes its data sets as options: the ones not given are named in one line (exit
+    2), before any model is loaded; --lm-text is only needed for the mean vectors."""
+    from typer.testing import CliRunner
+
+    from spacy_elmo.__main__ import app
+    from spacy_elmo.probe import ProbeDataError, ProbeSettings
+    from spacy_elmo.probe.run import check_data
+
+    result = CliRunner().invoke(app, ["probe", str(tmp_path / "no_model"), "--output", str(tmp_path / "o"),
+                                      "--wic", str(tmp_path)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "data sets are not given: --ewt-train FILE, --ewt-dev FILE, --lm-text GLOB" in result.output
+    assert "no_model" not in result.output and "Traceback" not in result.output
+    with pytest.raises(ProbeDataError, match=r"given: --ewt-train FILE \(") as err:
+        check_data(ProbeSettings(ewt_dev="d", wic="w", center_sentences=0))
+    assert isinstance(err.value, ValueError)
+    check_data(ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))

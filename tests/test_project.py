@@ -14,9 +14,7 @@ import srsly
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from spacy_elmo.shared_data import shared_dir
-
-from helpers import REPO, load_script
+from helpers import REPO, load_script, shared_dir
 
 
 def _script(name):

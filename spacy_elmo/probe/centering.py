@@ -22,7 +22,8 @@ def lm_sample(pattern: str, n_lines: int) -> List[List[str]]:
 
     files = sorted(glob.glob(pattern))
     if not files:
-        raise FileNotFoundError(f"no pretraining text matches {pattern!r} (set SPACY_ELMO_SHARED or --lm-text)")
+        raise FileNotFoundError(f"no pretraining text matches {pattern!r} "
+                                "(give another --lm-text, or --center-sentences 0)")
     per_file = -(-n_lines // len(files))
     tokenizer = spacy.blank("en").tokenizer
     out = []

@@ -38,16 +38,24 @@ def probe_cli(
                                          help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
     seed: int = typer.Option(0, "--seed"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
+    ewt_train: Optional[Path] = typer.Option(None, "--ewt-train", help="UD English-EWT train CoNLL-U "
+                                             "(en_ewt-ud-train.conllu), for the UPOS probe"),
+    ewt_dev: Optional[Path] = typer.Option(None, "--ewt-dev", help="UD English-EWT dev CoNLL-U "
+                                           "(en_ewt-ud-dev.conllu), for the UPOS probe and contextuality"),
+    wic: Optional[Path] = typer.Option(None, "--wic", help="WiC folder (train/dev *.data.txt + *.gold.txt)"),
+    lm_text: Optional[str] = typer.Option(None, "--lm-text", help="Glob of pretraining text (plain or .gz) for "
+                                          "the per-layer mean vectors (not needed with --center-sentences 0)"),
 ):
     """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
     if ctx.args and not pipelines:
         typer.echo(f"error: unexpected arguments {ctx.args}: give one MODEL; pipelines go after --pipelines", err=True)
         raise typer.Exit(2)
     pipelines = list(pipelines or []) + [Path(a) for a in ctx.args]
+    data = {"ewt_train": ewt_train, "ewt_dev": ewt_dev, "wic": wic, "lm_text": lm_text}
     paths = probe_command(model, str(options_path) if options_path else None,
                           str(weights_path) if weights_path else None,
                           [str(p) for p in pipelines], str(output), train_sentences=train_sentences,
                           context_sentences=context_sentences, center_sentences=center_sentences, seed=seed,
-                          progress=not quiet)
+                          progress=not quiet, **{k: None if v is None else str(v) for k, v in data.items()})
     typer.echo(Path(paths["md"]).read_text(encoding="utf-8"))
     typer.echo(f"wrote {paths['md']}, {paths['json']}, {paths['png']}")

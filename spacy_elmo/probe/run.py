@@ -1,7 +1,9 @@
 """The whole probe: embed each data set once, score every view, collect the learned mixes.
 
     from spacy_elmo.probe import ProbeSettings, run_probe
-    result = run_probe("en_elmo_small", settings=ProbeSettings(train_sentences=3000))
+    data = {"ewt_train": "en_ewt-ud-train.conllu", "ewt_dev": "en_ewt-ud-dev.conllu", "wic": "wic/",
+            "lm_text": "lm/*.txt.gz"}                # the data sets: paths (DATA_OPTIONS)
+    result = run_probe("en_elmo_small", settings=ProbeSettings(train_sentences=3000, **data))
 
 Every embedding pass runs once (EWT train subset, EWT dev, WiC train/dev, a slice of the
 pretraining text) and its vectors are reused by all probes that need them: the UPOS probe and
@@ -12,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
-from ..shared_data import ewt_path, lm_text_glob, wic_dir
+from ..bilm.errors import ElmoError
 from . import centering, ewt, linear, stats, wic
 from .contextuality import contextuality
 from .embed import embed_tokens
@@ -25,9 +27,20 @@ REFERENCE = {
 }
 
 
+class ProbeDataError(ElmoError, ValueError):
+    """A data set of the probe is not given; the message names the missing options."""
+
+
+# The probe's data sets: ProbeSettings field -> command-line option.
+DATA_OPTIONS = {"ewt_train": "--ewt-train FILE", "ewt_dev": "--ewt-dev FILE", "wic": "--wic DIR",
+                "lm_text": "--lm-text GLOB"}
+
+
 @dataclass
 class ProbeSettings:
-    """Subset sizes (0 = all), paths (None = the ``../shared`` defaults) and run options."""
+    """Subset sizes (0 = all), the data sets (paths; see :data:`DATA_OPTIONS`) and run options.
+    ``ewt_train`` / ``ewt_dev``: UD English-EWT CoNLL-U files; ``wic``: the WiC folder;
+    ``lm_text``: a glob of pretraining text (only with ``center_sentences`` > 0)."""
 
     train_sentences: int = 3000   # seeded subset of EWT train for the UPOS probe
     dev_sentences: int = 0        # EWT dev for scoring (0 = all 2,001)
@@ -56,9 +69,21 @@ class _Timer:
         self.times[name] = round(time.perf_counter() - t0, 2)
 
 
+def check_data(s: ProbeSettings) -> None:
+    """Raise :class:`ProbeDataError` (one line, naming the options) unless every data set the
+    settings need is given (``lm_text`` only with ``center_sentences`` > 0). Existence is checked
+    by the readers (FileNotFoundError naming the file)."""
+    missing = [option for key, option in DATA_OPTIONS.items()
+               if not getattr(s, key) and (key != "lm_text" or s.center_sentences)]
+    if missing:
+        raise ProbeDataError(f"the probe's data sets are not given: {', '.join(missing)} (UD English-EWT train and "
+                             "dev CoNLL-U, the WiC folder with train/dev *.data.txt + *.gold.txt, a glob of "
+                             "pretraining text; --center-sentences 0 needs no text)")
+
+
 def _upos(bilm, s: ProbeSettings, timer: _Timer) -> tuple:
-    train = ewt.subset(ewt.read_conllu(s.ewt_train or ewt_path("train")), s.train_sentences, s.seed)
-    dev = ewt.subset(ewt.read_conllu(s.ewt_dev or ewt_path("dev")), s.dev_sentences, s.seed)
+    train = ewt.subset(ewt.read_conllu(s.ewt_train), s.train_sentences, s.seed)
+    dev = ewt.subset(ewt.read_conllu(s.ewt_dev), s.dev_sentences, s.seed)
     with timer("embed_ewt"):
         train_vecs = embed_tokens(bilm, [w for w, _ in train], s.batch_size, "embed EWT train", s.progress)
         dev_vecs = embed_tokens(bilm, [w for w, _ in dev], s.batch_size, "embed EWT dev", s.progress)
@@ -83,7 +108,7 @@ def _contextuality(dev: list, dev_vecs, s: ProbeSettings, timer: _Timer) -> tupl
 
 
 def _wic(bilm, s: ProbeSettings, timer: _Timer) -> tuple:
-    directory = str(s.wic or wic_dir())
+    directory = str(s.wic)
     train_pairs, train_gold = wic.read_split(directory, "train")
     dev_pairs, dev_gold = wic.read_split(directory, "dev")
     with timer("embed_wic"):
@@ -111,7 +136,7 @@ def _centred(bilm, s: ProbeSettings, timer: _Timer, data: tuple, plain: dict) ->
     if not s.center_sentences:
         return None
     train_v, train_gold, dev_v, dev_gold = data
-    pattern = s.lm_text or lm_text_glob()
+    pattern = s.lm_text
     sentences = centering.lm_sample(pattern, s.center_sentences)
     with timer("embed_lm_text"):
         means = centering.layer_means(bilm, sentences, s.batch_size, s.progress)
@@ -128,11 +153,13 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
     """Run every probe on one biLM (a packaged name or directory, or options + weights files, as
     for the ``elmo`` component; default ``spacy_elmo.DEFAULT_MODEL``). Returns the result dict
     that :mod:`.report` writes (scores in %, similarities as cosines, times in seconds).
-    Raises ElmoConfigError for a model that cannot be loaded, FileNotFoundError for missing data."""
+    Raises ProbeDataError for a data set not given (before loading anything), ElmoConfigError for
+    a model that cannot be loaded, FileNotFoundError for missing data."""
     from ..hub.resolve import DEFAULT_MODEL
     from ..pipeline.loading import load_bilm
 
     s = settings or ProbeSettings()
+    check_data(s)
     timer = _Timer()
     t0 = time.perf_counter()
     model = model if model or options_path else DEFAULT_MODEL

@@ -13,7 +13,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from ..shared_data import wic_dir as _default_wic_dir
 from .stats import paired_difference, strip_items
 from .views import views
 
@@ -130,14 +129,15 @@ def cv_correct(cos: numpy.ndarray, gold: numpy.ndarray, folds: int = CV_FOLDS, s
     return correct
 
 
-def wic_scores(bilm, wic_dir=None, items: bool = False) -> Dict[str, dict]:
+def wic_scores(bilm, wic_dir, items: bool = False) -> Dict[str, dict]:
     """{view: {"threshold", "train_accuracy", "dev_accuracy", "train_cv_accuracy"}} (accuracies in
     %) of the cosine threshold per view. "train_cv_accuracy": the same method scored on WiC train
     by 10-fold cross-validation (:func:`cv_correct`): 5,428 pairs against dev's 638, so about a
     third of dev's sampling noise (a second, finer view for comparing two biLMs; dev stays the
     reported score). With ``items``, also "correct" and "train_cv_correct" (bool per dev / train
-    pair, for :func:`compare`). ``wic_dir`` defaults to ``$SPACY_ELMO_SHARED/data/wic``."""
-    wic_dir = str(wic_dir or _default_wic_dir())
+    pair, for :func:`compare`). ``wic_dir``: the WiC folder (``train``/``dev`` ``.data.txt`` +
+    ``.gold.txt``); FileNotFoundError naming the file if one is missing."""
+    wic_dir = str(wic_dir)
     train_pairs, train_gold = read_split(wic_dir, "train")
     dev_pairs, dev_gold = read_split(wic_dir, "dev")
     train_cos = pair_cosines(bilm, train_pairs)

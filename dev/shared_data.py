@@ -1,10 +1,13 @@
-"""Where the data that do not ship with the package live: the ``shared`` folder.
+"""Where the development data live for the dev scripts and benchmarks: the ``shared`` folder.
 
-``$SPACY_ELMO_SHARED`` wins; otherwise ``../shared`` beside the repository root (right for an
-editable install, ``pip install -e .``), else ``../shared`` beside the current directory. The
-one place that resolves it: the probe, the tests, the benchmarks, the dev scripts and the
-project's ``scripts/copy_assets.py`` all ask here. Nothing here checks that a path exists; the
-readers raise FileNotFoundError naming the file, the tests skip.
+``$SPACY_ELMO_SHARED`` wins; otherwise ``../shared`` beside the repository root, else
+``../shared`` beside the current directory. Development only: the package itself never looks
+for these data (``python -m spacy_elmo probe`` takes its data sets as options); the tests
+resolve the folder the same way in ``tests/helpers.py``, the project's
+``scripts/copy_assets.py`` in itself. Nothing here checks that a path exists; the readers raise
+FileNotFoundError naming the file.
+
+Import: ``sys.path.insert(0, <repo>/dev)`` then ``from shared_data import ...``.
 
 Layout: ``data/`` (corpora: UD English-EWT, WiC, the pretraining text, the NER sets),
 ``fixtures/elmo-reference/`` (a tiny bilm-tf model and TensorFlow's outputs for it),
@@ -40,6 +43,12 @@ def ewt_path(split: str) -> Path:
 def wic_dir() -> Path:
     """The WiC folder (train/dev ``*.data.txt`` + ``*.gold.txt``)."""
     return shared_dir() / "data" / "wic"
+
+
+def probe_data() -> dict:
+    """The probe's data sets here, as keyword arguments of ``spacy_elmo.probe.ProbeSettings``."""
+    return {"ewt_train": str(ewt_path("train")), "ewt_dev": str(ewt_path("dev")), "wic": str(wic_dir()),
+            "lm_text": lm_text_glob()}
 
 
 def lm_text_glob() -> str:
