@@ -15,8 +15,8 @@ target. Prints a table (or one JSON object with --json). Each view is also score
 third of dev's sampling noise. With ``--against MODEL_B``: both models and their difference per
 view with a 95% paired-bootstrap interval, over the dev pairs and over the train CV pairs (is a
 new model really better on WiC, or within the noise of 638 pairs?). The functions live in
-:mod:`spacy_elmo.probe.wic` (``python -m spacy_elmo probe`` uses them too); this script is their
-command line.
+:mod:`spacy_elmo.probe.wic` (``python -m spacy_elmo probe`` uses them too, and the tests test them
+there); this script is only their command line.
 """
 import argparse
 import json
@@ -30,17 +30,9 @@ sys.path.insert(0, HERE)
 from shared_data import wic_dir  # noqa: E402  (dev/shared_data.py, beside this script)
 
 from spacy_elmo.probe.stats import strip_items  # noqa: E402
-from spacy_elmo.probe.wic import (  # noqa: E402,F401
-    compare,
-    cv_correct,
-    pair_cosines,
-    read_split,
-    tune_threshold,
-    wic_scores,
-)
+from spacy_elmo.probe.wic import compare, format_comparison, format_scores, wic_scores  # noqa: E402
 
 DEFAULT_WIC = str(wic_dir())
-__all__ = ["DEFAULT_WIC", "compare", "cv_correct", "pair_cosines", "read_split", "tune_threshold", "wic_scores", "main"]
 
 
 def main(argv=None):
@@ -62,30 +54,9 @@ def main(argv=None):
     scores = wic_scores(load_bilm(name), args.wic, items=True)
     if args.against:
         diff = compare(scores, wic_scores(load_bilm(args.against), args.wic, items=True))
-        if args.json:
-            print(json.dumps(diff))
-            return
-        print(f"WiC, {name} (a) against {args.against} (b): dev with the threshold tuned on train, and train "
-              f"by 10-fold cross-validation; a minus b with its 95% paired-bootstrap interval")
-        print(f"{'layer':6} {'dev a %':>7} {'b %':>6} {'a - b':>6} {'interval':>14}   "
-              f"{'train CV a %':>12} {'b %':>6} {'a - b':>6} {'interval':>14}")
-        for view, d in diff.items():
-            cv = d["train_cv"]
-            print(f"{view:6} {d['a']:7.1f} {d['b']:6.1f} {d['difference']:+6.1f} {_interval(d):>14}   "
-                  f"{cv['a']:12.1f} {cv['b']:6.1f} {cv['difference']:+6.1f} {_interval(cv):>14}")
-        return
-    if args.json:
-        print(json.dumps(strip_items(scores)))
-        return
-    print(f"WiC, model {name}: threshold tuned on train ({args.wic})")
-    print(f"{'layer':6} {'threshold':>9} {'train %':>8} {'dev %':>6} {'train CV %':>10}")
-    for view, s in scores.items():
-        print(f"{view:6} {s['threshold']:9.3f} {s['train_accuracy']:8.1f} {s['dev_accuracy']:6.1f} "
-              f"{s['train_cv_accuracy']:10.1f}")
-
-
-def _interval(d: dict) -> str:
-    return f"[{d['low']:+.1f}, {d['high']:+.1f}]"
+        print(json.dumps(diff) if args.json else format_comparison(diff, name, args.against))
+    else:
+        print(json.dumps(strip_items(scores)) if args.json else format_scores(scores, name, args.wic))
 
 
 if __name__ == "__main__":

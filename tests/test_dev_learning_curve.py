@@ -65,3 +65,20 @@ def test_a_folder_without_meta_is_refused_in_one_line(tmp_path, curve):
     module, _ = curve
     with pytest.raises(SystemExit, match="no meta.json"):
         module.load_meta(str(tmp_path))
+
+
+def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
+    """dev/learning_curve.py: tokens of earlier runs offset later ones; the PNG is written."""
+    lc = load_script("dev/learning_curve.py")
+    first = {"training": {"tokens_seen": 100}, "history": [{"tokens_seen": 50, "perplexity": 9.0}],
+             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0},
+                                    "mean": {"dev_accuracy": 54.0}}}}
+    second = {"name": "m", "training": {"tokens_seen": 40}, "history": [{"tokens_seen": 20, "perplexity": 8.0}],
+              "init_from": first}
+    chain = lc.lineage(second)
+    assert [offset for _, offset in chain] == [0, 100]
+    assert chain[-1][0] is second
+    (tmp_path / "meta.json").write_text(json.dumps(second))
+    out = tmp_path / "curve.png"
+    lc.main(str(tmp_path), str(out))
+    assert out.stat().st_size > 1000

@@ -6,7 +6,8 @@ of the target's two vectors, "same sense" above a threshold tuned on train (the 
 maximising midpoint between sorted train cosines), scored on dev. Done per biLM layer
 (0 = char CNN, context-free: the control) and for the layer average. Sentences are used as WiC
 tokenised them (split on single spaces), so the given indices point at the target.
-(Moved here from ``dev/wic.py``, which now imports it.)
+``dev/wic.py`` is the command line of these functions (:func:`format_scores`,
+:func:`format_comparison`: its tables).
 """
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -165,3 +166,32 @@ def compare(scores_a: Dict[str, dict], scores_b: Dict[str, dict], seed: int = 0)
             result[view]["train_cv"] = {"a": a["train_cv_accuracy"], "b": b["train_cv_accuracy"],
                                         **paired_difference(a["train_cv_correct"], b["train_cv_correct"], seed)}
     return result
+
+
+def format_scores(scores: Dict[str, dict], name: str, wic_dir) -> str:
+    """:func:`wic_scores` of model ``name`` as a table: per view the threshold and the train, dev
+    and train CV accuracies (%)."""
+    lines = [f"WiC, model {name}: threshold tuned on train ({wic_dir})",
+             f"{'layer':6} {'threshold':>9} {'train %':>8} {'dev %':>6} {'train CV %':>10}"]
+    for view, s in scores.items():
+        lines.append(f"{view:6} {s['threshold']:9.3f} {s['train_accuracy']:8.1f} {s['dev_accuracy']:6.1f} "
+                     f"{s['train_cv_accuracy']:10.1f}")
+    return "\n".join(lines)
+
+
+def format_comparison(diff: Dict[str, dict], name_a: str, name_b: str) -> str:
+    """:func:`compare` of models ``name_a`` and ``name_b`` as a table: per view the dev and the
+    train CV accuracies of both, a minus b and its 95% paired-bootstrap interval."""
+    lines = [f"WiC, {name_a} (a) against {name_b} (b): dev with the threshold tuned on train, and train "
+             "by 10-fold cross-validation; a minus b with its 95% paired-bootstrap interval",
+             f"{'layer':6} {'dev a %':>7} {'b %':>6} {'a - b':>6} {'interval':>14}   "
+             f"{'train CV a %':>12} {'b %':>6} {'a - b':>6} {'interval':>14}"]
+    for view, d in diff.items():
+        cv = d["train_cv"]
+        lines.append(f"{view:6} {d['a']:7.1f} {d['b']:6.1f} {d['difference']:+6.1f} {_interval(d):>14}   "
+                     f"{cv['a']:12.1f} {cv['b']:6.1f} {cv['difference']:+6.1f} {_interval(cv):>14}")
+    return "\n".join(lines)
+
+
+def _interval(d: dict) -> str:
+    return f"[{d['low']:+.1f}, {d['high']:+.1f}]"

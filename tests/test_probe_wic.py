@@ -1,14 +1,10 @@
-"""dev/wic.py: the WiC reader, the threshold tuning and the per-layer scores."""
+"""spacy_elmo.probe.wic (also dev/wic.py's functions): the WiC reader, the threshold tuning, the
+per-layer scores, the comparison of two models and its table."""
 import numpy
 import pytest
 
 from spacy_elmo.bilm import BiLM
-
-from helpers import load_script
-
-
-def _wic():
-    return load_script("dev/wic.py")
+from spacy_elmo.probe import wic
 
 
 def _write(tmp_path, split, rows, gold):
@@ -25,7 +21,6 @@ ROWS = [
 
 
 def test_tune_threshold_finds_the_best_cut():
-    wic = _wic()
     cos = numpy.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.9])
     gold = numpy.array([False, False, True, False, True, True])
     threshold, acc = wic.tune_threshold(cos, gold)
@@ -38,7 +33,6 @@ def test_tune_threshold_finds_the_best_cut():
 
 
 def test_read_split_errors(tmp_path):
-    wic = _wic()
     with pytest.raises(FileNotFoundError, match="train.data.txt"):
         wic.read_split(str(tmp_path), "train")
     _write(tmp_path, "train", [("bank", "N", "9-1", "By the bank .", "The bank .")], ["T"])
@@ -55,7 +49,6 @@ def test_read_split_errors(tmp_path):
 def test_scores_per_layer_with_a_real_bilm(tmp_path, tiny_model):
     """Layer 0 (char CNN) is context-free: the same word in two sentences has cosine 1 there;
     every layer and the average get a train-tuned threshold and a dev accuracy."""
-    wic = _wic()
     _write(tmp_path, "train", ROWS, ["F", "T", "F", "T"])
     _write(tmp_path, "dev", ROWS[::-1], ["T", "F", "T", "F"])
     bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
@@ -70,58 +63,39 @@ def test_scores_per_layer_with_a_real_bilm(tmp_path, tiny_model):
         assert scores[view]["train_accuracy"] >= 50  # the tuned threshold is at least the majority
 
 
-def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
-    """dev/learning_curve.py: tokens of earlier runs offset later ones; the PNG is written."""
-    import json
-
-    lc = load_script("dev/learning_curve.py")
-    first = {"training": {"tokens_seen": 100}, "history": [{"tokens_seen": 50, "perplexity": 9.0}],
-             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0},
-                                    "mean": {"dev_accuracy": 54.0}}}}
-    second = {"name": "m", "training": {"tokens_seen": 40}, "history": [{"tokens_seen": 20, "perplexity": 8.0}],
-              "init_from": first}
-    chain = lc.lineage(second)
-    assert [offset for _, offset in chain] == [0, 100]
-    assert chain[-1][0] is second
-    (tmp_path / "meta.json").write_text(json.dumps(second))
-    out = tmp_path / "curve.png"
-    lc.main(str(tmp_path), str(out))
-    assert out.stat().st_size > 1000
-
-
-def test_against_another_model_with_paired_intervals(tmp_path, tiny_model, capsys):
-    """--against: per view, both dev accuracies and their difference; against itself the
-    difference is exactly 0 with a [0, 0] interval; against another model it is a minus b."""
-    import json
-
+def test_against_another_model_with_paired_intervals(tmp_path, tiny_model):
+    """Two models compared: per view, both dev accuracies and their difference; against itself the
+    difference is exactly 0 with a [0, 0] interval; against another model it is a minus b; the
+    table has a line per view."""
     from helpers import write_tiny_model
 
-    wic = _wic()
     _write(tmp_path, "train", ROWS, ["F", "T", "F", "T"])
     _write(tmp_path, "dev", ROWS[::-1] * 3, ["T", "F", "T", "F"] * 3)
     other = write_tiny_model(tmp_path / "other", seed=99)
-    wic.main([tiny_model.directory, "--against", tiny_model.directory, "--wic", str(tmp_path), "--json"])
-    same = json.loads(capsys.readouterr().out)
+    a_scores = wic.wic_scores(BiLM.from_files(tiny_model.options_path, tiny_model.weights_path), str(tmp_path),
+                              items=True)
+    b_scores = wic.wic_scores(BiLM.from_files(other.options_path, other.weights_path), str(tmp_path), items=True)
+    same = wic.compare(a_scores, a_scores)
     assert set(same) == {"0", "1", "2", "mean"}
     for d in same.values():
         assert d["a"] == d["b"] and (d["difference"], d["low"], d["high"]) == (0.0, 0.0, 0.0)
         cv = d["train_cv"]
         assert cv["a"] == cv["b"] and (cv["difference"], cv["low"], cv["high"]) == (0.0, 0.0, 0.0)
-    wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path), "--json"])
-    diff = json.loads(capsys.readouterr().out)
-    b_scores = wic.wic_scores(BiLM.from_files(other.options_path, other.weights_path), str(tmp_path))
+    diff = wic.compare(a_scores, b_scores)
     for view, d in diff.items():
         assert d["b"] == pytest.approx(b_scores[view]["dev_accuracy"])
         assert d["train_cv"]["b"] == pytest.approx(b_scores[view]["train_cv_accuracy"])
-    wic.main([tiny_model.directory, "--against", other.directory, "--wic", str(tmp_path)])
-    table = capsys.readouterr().out
+        assert d["difference"] == pytest.approx(d["a"] - d["b"])
+    table = wic.format_comparison(diff, "a-model", "b-model")
     assert "paired-bootstrap" in table and len(table.strip().splitlines()) == 2 + len(diff)
+    assert table.splitlines()[2].split()[:3] == ["0", f"{diff['0']['a']:.1f}", f"{diff['0']['b']:.1f}"]
+    plain = wic.format_scores(a_scores, "a-model", tmp_path)
+    assert len(plain.splitlines()) == 2 + len(a_scores) and str(tmp_path) in plain.splitlines()[0]
 
 
 def test_compare_is_a_minus_b_per_view():
     """compare(): a minus b in points, from each model's own per-pair correctness (the random
     tiny models above score alike, so the direction is checked here on known items)."""
-    wic = _wic()
     a = {"2": {"dev_accuracy": 75.0, "correct": numpy.array([True, True, True, False] * 10)},
          "mean": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}}
     b = {"2": {"dev_accuracy": 25.0, "correct": numpy.array([False, False, True, False] * 10)},
@@ -136,7 +110,6 @@ def test_compare_is_a_minus_b_per_view():
 def test_cross_validated_threshold_scores_each_item_out_of_fold():
     """cv_correct(): each item is scored by a threshold tuned without it. Separable data stay all
     correct; an item that only a threshold fitted to itself gets right is wrong out of fold."""
-    wic = _wic()
     cos = numpy.concatenate([numpy.linspace(0.0, 0.4, 20), numpy.linspace(0.6, 1.0, 20)])
     gold = cos > 0.5  # separable with a gap, so no held-out item sits on a tuned cut
     assert wic.cv_correct(cos, gold).all()
@@ -159,7 +132,6 @@ def test_cross_validated_threshold_scores_each_item_out_of_fold():
 def test_scores_carry_the_train_cv_accuracy(tmp_path, tiny_model):
     """wic_scores(): the train CV accuracy is the mean of the per-pair out-of-fold results, and
     the per-pair arrays stay out of the JSON form."""
-    wic = _wic()
     _write(tmp_path, "train", ROWS * 3, ["F", "T", "F", "T"] * 3)
     _write(tmp_path, "dev", ROWS[::-1], ["T", "F", "T", "F"])
     bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
