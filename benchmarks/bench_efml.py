@@ -95,7 +95,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from elmoformanylangs import Embedder
 
-    from spacy_elmo import load_bilm
+    from spacy_elmo.bilm import BiLM
     from spacy_elmo.convert import convert
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,7 +104,7 @@ def main() -> None:
         t0 = time.perf_counter()
         convert(src, out)
         convert_s = time.perf_counter() - t0
-        ours = load_bilm(out)
+        ours = BiLM.from_pretrained(out)
         got = ours.embed_sentences(sents, batch_size=64)
         one_batch = Embedder(src, batch_size=len(sents))  # one batch: every LSTM starts from zeros
         diff = {"one_batch_first_call": max_diff(one_batch.sents2elmo(sents, output_layer=-2), got),

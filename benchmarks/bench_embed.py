@@ -67,7 +67,8 @@ def main(argv=None):
 
     import torch
 
-    from spacy_elmo import DEFAULT_MODEL, load_bilm
+    from spacy_elmo import DEFAULT_MODEL
+    from spacy_elmo.bilm import BiLM
     from spacy_elmo.embed import embed_file
 
     torch.set_num_threads(a.threads)
@@ -79,7 +80,7 @@ def main(argv=None):
     src = os.path.join(tmp, "input.txt")
     with open(src, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    bilm = load_bilm(model)
+    bilm = BiLM.from_pretrained(model)
     bilm.embed_sentences(sentences[:64], batch_size=a.batch_size)  # warm-up
 
     wall = {"embed_sentences": [], "embed_file": []}

@@ -116,9 +116,10 @@ def run_pipe(docs, args, on_doc) -> None:
 
 
 def run_bilm(docs, args, on_doc) -> None:
-    from spacy_elmo import DEFAULT_MODEL, load_bilm
+    from spacy_elmo import DEFAULT_MODEL
+    from spacy_elmo.bilm import BiLM
 
-    bilm = load_bilm(args.model or DEFAULT_MODEL)
+    bilm = BiLM.from_pretrained(args.model or DEFAULT_MODEL)
     while True:
         chunk = list(itertools.islice(docs, args.batch_size))
         if not chunk:

@@ -16,14 +16,14 @@ import sys
 
 import spacy
 
-from spacy_elmo import load_bilm
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.probe.senses import sense_scores, word_vectors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main(model, senses_path=os.path.join(HERE, "..", "tests", "data", "senses_blind.json")):
-    bilm = load_bilm(model)
+    bilm = BiLM.from_pretrained(model)
     tokenizer = spacy.blank("en").tokenizer
     words = json.load(open(senses_path, encoding="utf-8"))["words"]
     print(f"{'word':8} layer  same   cross  margin  1-NN")

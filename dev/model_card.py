@@ -117,7 +117,7 @@ def model_card(meta: dict, size_mb: float) -> str:
     h = meta.get("heldout_shipped") or meta["heldout"]
     return f"""# en_elmo_small: the embedded default English biLM of spacy-elmo
 
-`spacy_elmo.DEFAULT_MODEL`: used by `nlp.add_pipe("elmo")` and `spacy_elmo.load_bilm("en_elmo_small")`.
+`spacy_elmo.DEFAULT_MODEL`: used by `nlp.add_pipe("elmo")` and `BiLM.from_pretrained("en_elmo_small")`.
 This card is written by `python dev/model_card.py` from `meta.json` in this folder.
 
 ## Data

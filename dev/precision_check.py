@@ -39,10 +39,10 @@ BOUND = 0.999
 def deviation(model, sentences, batch_size=64):
     import numpy as np
 
-    from spacy_elmo import load_bilm
+    from spacy_elmo.bilm import BiLM
 
-    f32 = load_bilm(model)
-    bf16 = load_bilm(model, precision="bfloat16")
+    f32 = BiLM.from_pretrained(model)
+    bf16 = BiLM.from_pretrained(model, precision="bfloat16")
     t0 = time.perf_counter()
     ref = f32.embed_sentences(sentences, batch_size)
     t1 = time.perf_counter()

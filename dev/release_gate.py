@@ -155,10 +155,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from spacy_elmo import load_bilm
+    from spacy_elmo.bilm import BiLM
 
     torch.set_num_threads(1)
-    shipped, candidate = load_bilm(args.shipped), load_bilm(args.candidate)
+    shipped, candidate = BiLM.from_pretrained(args.shipped), BiLM.from_pretrained(args.candidate)
     result = {"perplexity": heldout(args.run, args.shipped, args.candidate), "wic": wic(shipped, candidate)}
     nn_c, nn_s = blind_nn(candidate), blind_nn(shipped)
     result["blind_1nn"] = {"candidate": nn_c, "shipped": nn_s, "pass": nn_c["mean"] >= nn_s["mean"] - NN_MARGIN}

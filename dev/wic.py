@@ -48,12 +48,13 @@ def main(argv=None):
     import torch
 
     torch.set_num_threads(args.threads)
-    from spacy_elmo import DEFAULT_MODEL, load_bilm
+    from spacy_elmo import DEFAULT_MODEL
+    from spacy_elmo.bilm import BiLM
 
     name = args.model or DEFAULT_MODEL
-    scores = wic_scores(load_bilm(name), args.wic, items=True)
+    scores = wic_scores(BiLM.from_pretrained(name), args.wic, items=True)
     if args.against:
-        diff = compare(scores, wic_scores(load_bilm(args.against), args.wic, items=True))
+        diff = compare(scores, wic_scores(BiLM.from_pretrained(args.against), args.wic, items=True))
         print(json.dumps(diff) if args.json else format_comparison(diff, name, args.against))
     else:
         print(json.dumps(strip_items(scores)) if args.json else format_scores(scores, name, args.wic))

@@ -8,8 +8,6 @@ the first loading its module on first access:
   ``ScalarMix``, ``Mix``, ``learned_mixes``, ``format_mixes``, ``restore_vector_hooks``,
   ``with_vector_hooks``, ``ElmoConfigError``, ``ElmoAlignmentError``;
 - from :mod:`spacy_elmo.bilm`: ``BiLM``, ``batch_to_ids``;
-- ``load_bilm``: a biLM (:class:`~spacy_elmo.bilm.BiLM`) by model name (packaged or downloaded) or directory
-  (:mod:`spacy_elmo.hub.resolve`);
 - ``DEFAULT_MODEL``: the packaged default biLM's name.
 
 spaCy finds the ``elmo`` factory and the ``spacy_elmo.*`` architectures through entry points.
@@ -22,9 +20,21 @@ a fresh process: at once if spaCy is already imported, else right after spaCy is
 __version__ = "0.1.0"
 
 from ._extensions_hook import install_on_spacy_import  # noqa: E402
-from .bilm.errors import ElmoError  # noqa: E402  (no torch import)
+from .bilm import resolver as _bilm_resolver  # noqa: E402  (no torch import)
+from .bilm.errors import ElmoError  # noqa: E402
 
 install_on_spacy_import()
+
+
+def _model_files(name_or_path):
+    from .hub.resolve import model_files
+
+    return model_files(name_or_path)
+
+
+# BiLM.from_pretrained resolves model names (packaged, downloaded) through spacy_elmo.hub; bilm/
+# itself knows only directories (see spacy_elmo.bilm.resolver).
+_bilm_resolver.set_resolver(_model_files)
 
 _PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError",
              "learned_mixes", "format_mixes", "Mix", "restore_vector_hooks", "with_vector_hooks")
@@ -40,10 +50,6 @@ def __getattr__(name):
         from .package_data import DEFAULT_MODEL
 
         return DEFAULT_MODEL
-    if name == "load_bilm":
-        from .hub.resolve import load_bilm
-
-        return load_bilm
     if name in _BILM:
         from . import bilm
 
@@ -51,4 +57,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_MODEL", "ElmoError", "load_bilm", *_PIPELINE, *_BILM]
+__all__ = ["DEFAULT_MODEL", "ElmoError", *_PIPELINE, *_BILM]

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import spacy_elmo
 
 BILM = Path(spacy_elmo.__file__).resolve().parent / "bilm"
@@ -88,3 +90,18 @@ def test_the_package_does_not_look_for_development_data():
                if "SPACY_ELMO_SHARED" in path.read_text(encoding="utf-8") or "shared_data" in path.read_text(
                    encoding="utf-8")]
     assert readers == [] and not (package / "shared_data.py").exists()
+
+
+def test_from_pretrained_resolves_names_through_the_installed_hook(tiny_model, monkeypatch):
+    """``import spacy_elmo`` points bilm/'s resolver at spacy_elmo.hub.resolve (names, None = the
+    default model); without a resolver BiLM.from_pretrained loads directories only."""
+    from spacy_elmo import DEFAULT_MODEL
+    from spacy_elmo.bilm import BiLM, resolver
+    from spacy_elmo.hub.resolve import model_files
+
+    assert resolver.model_files(None) == model_files(DEFAULT_MODEL)
+    assert BiLM.from_pretrained(tiny_model.directory).num_layers == 2
+    monkeypatch.setattr(resolver, "_RESOLVER", None)
+    assert resolver.model_files(tiny_model.directory) == (tiny_model.options_path, tiny_model.weights_path)
+    with pytest.raises(FileNotFoundError, match="no model directory 'en_elmo_small'"):
+        BiLM.from_pretrained(DEFAULT_MODEL)

@@ -7,7 +7,6 @@ import shutil
 import numpy
 import pytest
 
-from spacy_elmo import load_bilm
 from spacy_elmo.bilm import BiLM, ElmoWeightsError, integrity
 from spacy_elmo.hub.resolve import DEFAULT_MODEL, resolve
 
@@ -76,4 +75,4 @@ def test_packaged_model_is_recorded_and_intact(tmp_path):
     shutil.copytree(d, copy)
     _flip_bytes(copy / "weights.hdf5")
     with pytest.raises(ElmoWeightsError, match="sha256"):
-        load_bilm(str(copy))
+        BiLM.from_pretrained(str(copy))

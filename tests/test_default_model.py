@@ -5,7 +5,8 @@ import os
 import numpy
 import pytest
 
-from spacy_elmo import DEFAULT_MODEL, load_bilm
+from spacy_elmo import DEFAULT_MODEL
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.hub.resolve import available, resolve
 from spacy_elmo.probe.senses import sense_scores, word_vectors
 
@@ -25,7 +26,7 @@ SENSES = {
 
 @pytest.fixture(scope="module")
 def bilm():
-    return load_bilm(DEFAULT_MODEL)
+    return BiLM.from_pretrained(DEFAULT_MODEL)
 
 
 def test_default_model_is_packaged_and_documented():

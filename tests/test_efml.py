@@ -15,7 +15,6 @@ import torch
 from spacy.tokens import Doc
 from typer.testing import CliRunner
 
-from spacy_elmo import load_bilm
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
 from spacy_elmo.bilm.indexer import ByteIndexer, VocabularyIndexer
@@ -65,14 +64,14 @@ def test_fixtures_cover_the_cases():
 
 def test_embed_sentences_matches_reference(converted):
     name, out = converted
-    bilm = load_bilm(out)
+    bilm = BiLM.from_pretrained(out)
     want = expected(name)
     assert max_diff(bilm.embed_sentences(SENTENCES), want) < TOL
 
 
 def test_forward_on_the_models_own_ids(converted):
     name, out = converted
-    bilm = load_bilm(out)
+    bilm = BiLM.from_pretrained(out)
     batch = SENTENCES[:4]
     layers = bilm(bilm.batch_to_ids(batch)).layers.numpy()
     for k, (sent, ref) in enumerate(zip(batch, expected(name))):
@@ -83,7 +82,7 @@ def test_forward_on_the_models_own_ids(converted):
 
 def test_independent_of_batch_composition_and_call_order(converted):
     name, out = converted
-    bilm = load_bilm(out)
+    bilm = BiLM.from_pretrained(out)
     want = expected(name)
     for batch_size in (1, 3):
         assert max_diff(bilm.embed_sentences(SENTENCES, batch_size=batch_size), want) < TOL
@@ -106,7 +105,7 @@ def test_spacy_pipeline_of_another_language_matches_reference(converted, lang):
         space = numpy.array([w.isspace() for w in sent])
         if space.any():  # whitespace tokens are not shown to the biLM (zero vectors): compare the rest
             assert not doc._.elmo.layers[:, space].any()
-            ref = load_bilm(out).embed_sentences([[w for w in sent if not w.isspace()]])[0]
+            ref = BiLM.from_pretrained(out).embed_sentences([[w for w in sent if not w.isspace()]])[0]
             doc_layers = doc._.elmo.layers[:, ~space]
         else:
             doc_layers = doc._.elmo.layers
@@ -138,9 +137,9 @@ def test_converted_directory_layout_and_round_trip(converted, tmp_path):
         assert "vocab/chars/utf8" in f and ("vocab/words/ids" in f) == (options["vocab"]["word_dim"] > 0)
     digests = json.loads(Path(out, "sha256.json").read_text())
     assert set(digests) == {"options.json", "weights.hdf5"}
-    bilm = load_bilm(out)
+    bilm = BiLM.from_pretrained(out)
     bilm.save(tmp_path / "again")
-    again = load_bilm(str(tmp_path / "again"))
+    again = BiLM.from_pretrained(str(tmp_path / "again"))
     assert again.indexer.chars == bilm.indexer.chars and again.indexer.words == bilm.indexer.words
     for k, v in bilm.state_dict().items():
         assert torch.equal(v, again.state_dict()[k]), k
@@ -251,7 +250,7 @@ def test_convert_command(tmp_path):
     out = tmp_path / "m"
     result = CliRunner().invoke(app, ["convert", str(DATA / MODELS[0]), str(out), "--format", "elmoformanylangs"])
     assert result.exit_code == 0, result.output
-    assert load_bilm(str(out)).num_layers >= 1
+    assert BiLM.from_pretrained(str(out)).num_layers >= 1
     again = CliRunner().invoke(app, ["convert", str(DATA / MODELS[0]), str(out)])
     assert again.exit_code == 2 and "already holds a model" in again.output and "Traceback" not in again.output
     bad = CliRunner().invoke(app, ["convert", str(tmp_path), str(tmp_path / "x"), "--format", "bilm-tf"])
@@ -293,7 +292,7 @@ def test_other_code_paths(converted, path, monkeypatch):
     from spacy_elmo.bilm.batching import embed_batches
 
     name, out = converted
-    bilm = load_bilm(out, precision="bfloat16" if path == "bfloat16" else "float32")
+    bilm = BiLM.from_pretrained(out, precision="bfloat16" if path == "bfloat16" else "float32")
     want = expected(name)
     if path == "bmm":
         monkeypatch.setattr(onednn, "_ENABLED", False)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from spacy_elmo import load_bilm
 from spacy_elmo.__main__ import app
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.convert import efml_registry
 from spacy_elmo.convert.download import download_efml, safe_extract
 from spacy_elmo.hub import ElmoDownloadError, cache
@@ -70,7 +70,7 @@ def test_download_convert_and_use_by_name(server, tmp_path):  # noqa: F811
     assert sorted(os.listdir(d)) == ["options.json", "sha256.json", "source.json", "weights.hdf5"]
     source = json.loads((d / "source.json").read_text())
     assert source["zip_sha256"] == hashlib.sha256(body).hexdigest() and source["format"] == "elmoformanylangs"
-    assert max_diff(load_bilm("my-de").embed_sentences(SENTENCES), expected(MODEL)) < 1e-5
+    assert max_diff(BiLM.from_pretrained("my-de").embed_sentences(SENTENCES), expected(MODEL)) < 1e-5
     requests = len(server.log)
     assert download_efml("my-de", server.url + "/m/de.zip", **FAST) == str(d)  # complete: kept, not fetched
     assert len(server.log) == requests
@@ -84,7 +84,7 @@ def test_registered_language_code_through_the_mirror(server, monkeypatch):  # no
     server.files["/repository/11/142.zip"] = model_zip(folder=None)  # files at the archive's root
     result = CliRunner().invoke(app, ["download", "efml-de", "--quiet"])
     assert result.exit_code == 0, result.output
-    assert max_diff(load_bilm("efml-de").embed_sentences(SENTENCES[:3]), expected(MODEL)[:3]) < 1e-5
+    assert max_diff(BiLM.from_pretrained("efml-de").embed_sentences(SENTENCES[:3]), expected(MODEL)[:3]) < 1e-5
 
 
 @pytest.mark.parametrize("bad, why", [
@@ -121,7 +121,7 @@ def test_resumed_transfer_and_pinned_digest(server):  # noqa: F811
     server.modes["/de.zip"] = "cut"  # the first answer stops halfway
     d = download_efml("cut-de", server.url + "/de.zip", sha256=hashlib.sha256(body).hexdigest(), **FAST)
     assert [r for _, r in server.log if r] == [f"bytes={len(body) // 2}-"]  # resumed where it stopped
-    assert load_bilm("cut-de").num_layers == 1 and os.path.isdir(d)
+    assert BiLM.from_pretrained("cut-de").num_layers == 1 and os.path.isdir(d)
     with pytest.raises(ElmoDownloadError, match="sha256 .* differs from the expected"):
         download_efml("pinned", server.url + "/de.zip", sha256="0" * 64, **FAST)
     assert cache.state("pinned") == "absent"

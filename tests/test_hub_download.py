@@ -11,7 +11,6 @@ import numpy
 import pytest
 from typer.testing import CliRunner
 
-from spacy_elmo import load_bilm
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
 from spacy_elmo.hub import ElmoDownloadError, cache, download_model, registry
@@ -124,7 +123,7 @@ def test_download_registered_name_then_use_it_everywhere(server, tiny, monkeypat
     assert cache.read_source("elmo-small")["sha256"]["weights.hdf5"] == hashlib.sha256(tiny[2]).hexdigest()
     # by name: the biLM, and a pipeline config
     sents = [["The", "river", "bank"], []]
-    for a, b in zip(load_bilm("elmo-small").embed_sentences(sents), tiny[0].embed_sentences(sents)):
+    for a, b in zip(BiLM.from_pretrained("elmo-small").embed_sentences(sents), tiny[0].embed_sentences(sents)):
         numpy.testing.assert_array_equal(a, b)
     import spacy
 
@@ -158,12 +157,12 @@ def test_resume_in_a_later_run(server, tiny, monkeypatch):
     assert os.path.getsize(os.path.join(d, "weights.hdf5.part")) == len(tiny[2]) // 2
     assert not os.path.exists(os.path.join(d, "weights.hdf5")) and cache.state("elmo-small") == "partial"
     with pytest.raises(FileNotFoundError, match="partly downloaded.*python -m spacy_elmo download elmo-small"):
-        load_bilm("elmo-small")
+        BiLM.from_pretrained("elmo-small")
     assert "partial" in next(r for r in rows() if r["name"] == "elmo-small")["status"]
     download_model("elmo-small", **FAST)
     assert server.log[-1] == (paths["weights.hdf5"], f"bytes={len(tiny[2]) // 2}-")
     assert cache.state("elmo-small") == "downloaded"
-    load_bilm("elmo-small")
+    BiLM.from_pretrained("elmo-small")
 
 
 def test_a_server_that_ignores_range_restarts_from_zero(server, tiny, monkeypatch):
@@ -195,12 +194,12 @@ def test_a_byte_changed_in_the_cache_is_refused_on_load(server, tiny, monkeypatc
     data[len(data) // 2] ^= 0x01
     open(path, "wb").write(bytes(data))
     with pytest.raises(ElmoWeightsError, match=r"weights\.hdf5: sha256 .* differs"):
-        load_bilm("elmo-small")
+        BiLM.from_pretrained("elmo-small")
     assert next(r for r in rows(verify=True) if r["name"] == "elmo-small")["status"].startswith("CORRUPT")
     with pytest.raises(ElmoDownloadError, match="--force"):
         download_model("elmo-small", **FAST)
     download_model("elmo-small", force=True, **FAST)
-    load_bilm("elmo-small")
+    BiLM.from_pretrained("elmo-small")
 
 
 def test_files_that_do_not_load_are_not_kept(server, tiny, monkeypatch):
@@ -215,7 +214,7 @@ def test_urls_with_a_name(server, tiny):
     result = CliRunner().invoke(app, ["download", urls["options.json"], urls["weights.hdf5"], "--name", "my-elmo",
                                       "--quiet"])
     assert result.exit_code == 0, result.output
-    assert load_bilm("my-elmo").options == tiny[0].options
+    assert BiLM.from_pretrained("my-elmo").options == tiny[0].options
     row = next(r for r in rows() if r["name"] == "my-elmo")
     assert row["kind"] == "downloaded" and row["status"] == "ready"
     with pytest.raises(ValueError, match="downloaded from other URLs"):
@@ -256,7 +255,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
     monkeypatch.setenv("SPACY_ELMO_MIRROR", "http://127.0.0.1:9/never-contacted")
     with pytest.raises(FileNotFoundError, match="'elmo-original' is not downloaded.*python -m spacy_elmo download "
                                                 "elmo-original"):
-        load_bilm("elmo-original")
+        BiLM.from_pretrained("elmo-original")
     import spacy
 
     from spacy_elmo.pipeline import ElmoConfigError
@@ -267,7 +266,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
         nlp.add_pipe("elmo", config=elmo_config(name="elmo-medium"))
         nlp.initialize()
     with pytest.raises(FileNotFoundError, match="downloadable ones .*elmo-small"):
-        load_bilm("no-such-model")
+        BiLM.from_pretrained("no-such-model")
     assert cache_listing() == []
 
 

@@ -16,8 +16,7 @@ import sys
 import pytest
 import torch
 
-from spacy_elmo import load_bilm
-from spacy_elmo.bilm import onednn
+from spacy_elmo.bilm import BiLM, onednn
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "benchmarks", "bench_memory.py")
@@ -76,7 +75,7 @@ def _varied_sentences(n: int, seed: int = 0):
 
 @pytest.fixture(scope="module")
 def bilm():
-    return load_bilm()
+    return BiLM.from_pretrained()
 
 
 @needs_onednn

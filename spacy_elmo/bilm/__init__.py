@@ -19,8 +19,9 @@ or the learned character vocabulary of a converted ELMoForManyLangs model; for a
 Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
 :mod:`.precision`.
 
-This package imports nothing of spacy_elmo outside itself (tests/test_architecture.py): models by
-name (packaged or downloaded) load through :func:`spacy_elmo.load_bilm` (:mod:`spacy_elmo.hub.resolve`).
+This package imports nothing of spacy_elmo outside itself (tests/test_architecture.py): model
+names (packaged or downloaded) given to ``BiLM.from_pretrained`` resolve through the hook in
+:mod:`.resolver`, which ``import spacy_elmo`` points at :mod:`spacy_elmo.hub.resolve`.
 """
 from .errors import ElmoError, ElmoWeightsError
 

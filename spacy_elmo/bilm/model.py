@@ -19,7 +19,7 @@ import numpy
 import torch
 from torch import nn
 
-from . import integrity
+from . import integrity, resolver
 from .batching import embed_batches
 from .char_cnn import CharCNN
 from .indexer import make_indexer
@@ -140,6 +140,21 @@ class BiLM(nn.Module):
         bilm.load_state_dict(state_dict, strict=True, assign=True)
         bilm.requires_grad_(False)
         return bilm
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: Optional[str] = None, stateful: bool = False,
+                        precision: str = "float32") -> "BiLM":
+        """Load a model by name: shipped in the package (None or ``spacy_elmo.DEFAULT_MODEL`` =
+        "en_elmo_small") or downloaded into the cache with ``python -m spacy_elmo download NAME``
+        (e.g. "elmo-original"), or a directory holding ``options.json`` + ``weights.hdf5``. Nothing
+        is downloaded here; names resolve through :mod:`.resolver` (:mod:`spacy_elmo.hub.resolve`).
+
+        Raises FileNotFoundError if there is no such model (for a registered name not yet
+        downloaded, the message gives the download command);
+        :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
+        """
+        options_file, weight_file = resolver.model_files(name_or_path)
+        return cls.from_files(options_file, weight_file, stateful=stateful, precision=precision)
 
     @property
     def device(self) -> torch.device:

@@ -23,7 +23,7 @@ def convert_cli(
         raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
     typer.echo(f"wrote {directory} (sha256 recorded). Use it as name = \"{directory}\" in an elmo component's "
-               f"[components.elmo.model], --model {directory}, or spacy_elmo.load_bilm(\"{directory}\").")
+               f"[components.elmo.model], --model {directory}, or BiLM.from_pretrained(\"{directory}\").")
 
 
 def handles_download(source, fmt: Optional[str]) -> bool:

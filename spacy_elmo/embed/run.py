@@ -33,7 +33,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
     input or model (with the download command for a registered name), ValueError for
     unreadable input lines, ElmoWeightsError for a bad model file."""
-    from ..hub.resolve import load_bilm
+    from ..bilm import BiLM
 
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
@@ -46,7 +46,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
         if not overwrite:
             raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
                              "--overwrite or choose another file")
-    bilm = load_bilm(model)
+    bilm = BiLM.from_pretrained(model)
     groups = read_groups(input_path, p, pretokenized, lang, text_field)
     total = inputs.count(input_path, fmt)
     with Output(output, args) as out:

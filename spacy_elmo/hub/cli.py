@@ -40,7 +40,7 @@ def download_cli(
         raise typer.Exit(130)
     typer.echo(f"{model}: ready in {directory} (sha256 recorded, checked on every load). Use it as "
                f"name = \"{model}\" in an elmo component's [components.elmo.model], --model {model}, or "
-               f"spacy_elmo.load_bilm(\"{model}\").")
+               f"BiLM.from_pretrained(\"{model}\").")
 
 
 def models_cli(

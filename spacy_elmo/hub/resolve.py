@@ -1,4 +1,4 @@
-"""Model names -> directories, and loading a biLM by name: models shipped inside the package,
+"""Model names -> directories: models shipped inside the package,
 models downloaded with ``python -m spacy_elmo download NAME`` (:mod:`.cache`), or a directory.
 
 A packaged model is a folder ``<models_dir>/<name>/`` holding at least ``options.json`` and
@@ -6,7 +6,8 @@ A packaged model is a folder ``<models_dir>/<name>/`` holding at least ``options
 training text when it was trained with ``python -m spacy_elmo pretrain``). ``models_dir``
 defaults to the package's own folder, :data:`spacy_elmo.package_data.MODELS_DIR` (the one module
 that knows where package data live). This module sits above :mod:`spacy_elmo.bilm`, which only
-loads files (``BiLM.from_files``); no torch import until :func:`load_bilm`.
+loads files; ``BiLM.from_pretrained`` reaches :func:`model_files` through the hook
+:mod:`spacy_elmo.bilm.resolver` that ``spacy_elmo`` fills in on import. No torch import.
 """
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import List, Optional, Tuple, Union
 from ..package_data import DEFAULT_MODEL, MODELS_DIR
 from .cache import find
 
-__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "available", "load_bilm", "model_files", "resolve"]
+__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "available", "model_files", "resolve"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -49,25 +50,10 @@ def resolve(name_or_path: PathLike, models_dir: Optional[PathLike] = None) -> st
     return find(name_or_path, packaged=available(models_dir))
 
 
-def model_files(name_or_path: PathLike, models_dir: Optional[PathLike] = None) -> Tuple[str, str]:
+def model_files(name_or_path: Optional[PathLike], models_dir: Optional[PathLike] = None) -> Tuple[str, str]:
     """(options.json path, weights.hdf5 path) of a model name (packaged or downloaded) or model
-    directory; see :func:`resolve`."""
-    directory = resolve(name_or_path, models_dir)
+    directory (None: :data:`DEFAULT_MODEL`); see :func:`resolve`. ``BiLM.from_pretrained``
+    resolves names with it (``spacy_elmo`` installs it in :mod:`spacy_elmo.bilm.resolver`)."""
+    directory = resolve(DEFAULT_MODEL if name_or_path is None else name_or_path, models_dir)
     return os.path.join(directory, "options.json"), os.path.join(directory, "weights.hdf5")
 
-
-def load_bilm(name_or_path: PathLike = DEFAULT_MODEL, stateful: bool = False, precision: str = "float32"):
-    """A :class:`~spacy_elmo.bilm.BiLM` by name: shipped in the package (``spacy_elmo.DEFAULT_MODEL``
-    = "en_elmo_small"; see :func:`available`), downloaded into the cache with ``python -m
-    spacy_elmo download NAME`` (e.g. "elmo-original"), or a directory holding ``options.json`` +
-    ``weights.hdf5``. Nothing is downloaded here. ``stateful`` / ``precision``: as
-    ``BiLM.from_files``.
-
-    Raises FileNotFoundError if there is no such model (for a registered name not yet downloaded,
-    the message gives the download command); :class:`~spacy_elmo.bilm.ElmoWeightsError` if its
-    files are malformed or fail their sha256.
-    """
-    from ..bilm import BiLM
-
-    options_file, weight_file = model_files(name_or_path)
-    return BiLM.from_files(options_file, weight_file, stateful=stateful, precision=precision)
