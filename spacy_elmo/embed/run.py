@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..bilm.errors import ElmoError
 from . import inputs, layers
+from .paths import check_output
 from .writer import Output, written_args
 
 
@@ -32,9 +33,12 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
     input or model (with the download command for a registered name), ValueError for
-    unreadable input lines, ElmoWeightsError for a bad model file."""
+    unreadable input lines, ElmoWeightsError for a bad model file. OUTPUT is checked first
+    (:func:`.paths.check_output`): EmbedError if it is the input file itself (a hard link or
+    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist."""
     from ..bilm import BiLM
 
+    check_output(input_path, output)
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,

@@ -12,6 +12,7 @@ import os
 import time
 from typing import Dict, List, Optional
 
+from ..embed.paths import check_not_input
 from ..embed.run import EmbedError, count_group, plan, plan_model, read_groups
 from . import manifest as _manifest, shards
 from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_modules
@@ -82,6 +83,7 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     :func:`connect` (``address``) unless Ray is running, and shuts down a cluster it started.
     Raises ScaleError / EmbedError (ValueErrors) for bad options, an output with other
     arguments (unless ``overwrite``) or a failed block; FileNotFoundError, ImportError."""
+    check_not_input(input_path, output)
     ray, ray_data = ray_modules()
     _check_pool(1, actors, num_cpus, num_gpus)
     p = _plan(lambda: plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size,

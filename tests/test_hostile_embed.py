@@ -1,0 +1,49 @@
+"""``embed`` against careless commands and awkward inputs: OUTPUT that is the INPUT (same path,
+hard link, symlink) or a directory is refused before any work."""
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from spacy_elmo.__main__ import app
+from spacy_elmo.embed import EmbedError, embed_file
+
+from test_embed import LINES, isolated, model, write_lines  # noqa: F401  (fixtures)
+
+
+def _cli(argv):
+    result = CliRunner().invoke(app, argv)
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("how", ["same", "hardlink", "symlink"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_output_that_is_the_input_is_refused(model, tmp_path, how, overwrite):  # noqa: F811
+    src = write_lines(tmp_path / "s.txt", LINES)
+    before = open(src, "rb").read()
+    out = src if how == "same" else str(tmp_path / "o.hdf5")
+    if how == "hardlink":
+        os.link(src, out)
+    elif how == "symlink":
+        os.symlink(src, out)
+    code, output = _cli(["embed", src, out, "--model", model[0], "--quiet"] + (["--overwrite"] if overwrite else []))
+    assert code == 2
+    assert "is the INPUT file" in output and len(output.strip().splitlines()) == 1
+    assert open(src, "rb").read() == before
+    assert not os.path.exists(out + ".tmp") and not os.path.exists(out + ".parts")
+
+
+def test_output_that_is_a_directory_is_refused_before_any_work(model, tmp_path, monkeypatch):  # noqa: F811
+    src = write_lines(tmp_path / "in.txt", LINES)
+    out = tmp_path / "dir"
+    out.mkdir()
+    from spacy_elmo.bilm import BiLM
+
+    monkeypatch.setattr(BiLM, "from_pretrained", classmethod(lambda *a, **k: pytest.fail("model loaded")))
+    with pytest.raises(EmbedError, match="is a directory"):
+        embed_file(src, str(out), model=model[0], overwrite=True, progress=False)
+    code, output = _cli(["embed", src, str(out), "--model", model[0], "--quiet", "--overwrite"])
+    assert code == 2 and "is a directory" in output and len(output.strip().splitlines()) == 1
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("dir.")]  # no dir.tmp, no dir.parts
+    with pytest.raises(EmbedError, match="does not exist"):
+        embed_file(src, str(tmp_path / "missing" / "o.hdf5"), model=model[0], progress=False)
