@@ -22,3 +22,26 @@ def test_pretrain_unknown_options_start_nothing(argv, message, tmp_path, monkeyp
     assert code == 2
     assert message in output and len(output.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []  # no OUTPUT_DIR, no corpus cache
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["download", "elmo-small", "--retries", "-1"], "--retries"),
+    (["download", "elmo-small", "--retries", "1000"], "--retries"),
+    (["embed", "in.txt", "o.hdf5", "--batch-size", "0"], "--batch-size"),
+    (["embed", "in.txt", "o.hdf5", "--group-mb", "-1"], "--group-mb"),
+    (["embed", "in.txt", "o.hdf5", "--ray", "auto", "--actors", "0"], "--actors"),
+    (["embed", "in.txt", "o.hdf5", "--ray", "auto", "--cpus-per-actor", "-1"], "--cpus-per-actor"),
+    (["embed", "in.txt", "o.hdf5", "--ray", "auto", "--gpus-per-actor", "-1"], "--gpus-per-actor"),
+    (["probe", "-o", "out", "--train-sentences", "-1"], "--train-sentences"),
+    (["probe", "-o", "out", "--context-sentences", "0"], "--context-sentences"),
+    (["probe", "-o", "out", "--center-sentences", "-1"], "--center-sentences"),
+    (["probe", "-o", "out", "--seed", "-1"], "--seed"),
+    (["download", "elmo-small", "--retries", "many"], "--retries"),
+])
+def test_numeric_options_are_checked_at_parse_time(argv, option, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SPACY_ELMO_CACHE", str(tmp_path / "cache"))
+    code, output = _run(argv)
+    assert code == 2
+    assert output.startswith(f"error: Invalid value for '{option}'") and len(output.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -30,13 +30,13 @@ def probe_cli(
                                                 "(with --weights; overrides MODEL)"),
     weights_path: Optional[Path] = typer.Option(None, "--weights",
                                                 help="weights.hdf5 of an official ELMo model (with --options)"),
-    train_sentences: int = typer.Option(3000, "--train-sentences",
+    train_sentences: int = typer.Option(3000, "--train-sentences", min=0,
                                         help="Seeded subset of EWT train for the UPOS probe (0 = all 12,544)"),
-    context_sentences: int = typer.Option(1000, "--context-sentences",
+    context_sentences: int = typer.Option(1000, "--context-sentences", min=1,
                                           help="Seeded sample of EWT dev for the contextuality measures"),
-    center_sentences: int = typer.Option(1000, "--center-sentences",
+    center_sentences: int = typer.Option(1000, "--center-sentences", min=0,
                                          help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
 ):
     """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
