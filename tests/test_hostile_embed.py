@@ -47,3 +47,30 @@ def test_output_that_is_a_directory_is_refused_before_any_work(model, tmp_path, 
     assert not [n for n in os.listdir(tmp_path) if n.startswith("dir.")]  # no dir.tmp, no dir.parts
     with pytest.raises(EmbedError, match="does not exist"):
         embed_file(src, str(tmp_path / "missing" / "o.hdf5"), model=model[0], progress=False)
+
+
+@pytest.mark.parametrize("name, fmt", [("in.txt", "text"), ("in.jsonl", "jsonl"), ("in.txt.gz", "text")])
+def test_a_byte_order_mark_is_not_part_of_the_first_token(model, tmp_path, name, fmt):  # noqa: F811
+    import gzip
+    import json
+
+    from spacy_elmo.embed import inputs
+
+    lines = ["Hello world .", "Bye ."]
+    body = "\n".join(json.dumps({"text": x}) if fmt == "jsonl" else x for x in lines) + "\n"
+    data = b"\xef\xbb\xbf" + body.encode("utf-8")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    for tokenize in (str.split, inputs.make_tokenizer(False)):
+        records = list(inputs.read(str(path), fmt, tokenize))
+        assert records[0].text == "Hello world ." and records[0].tokens == ["Hello", "world", "."]
+    out = str(tmp_path / "o.hdf5")
+    embed_file(str(path), out, model=model[0], progress=False)
+    plain = write_lines(tmp_path / "plain.txt", lines)
+    embed_file(plain, str(tmp_path / "p.hdf5"), model=model[0], progress=False)
+    import h5py
+    import numpy
+
+    with h5py.File(out, "r") as f, h5py.File(tmp_path / "p.hdf5", "r") as g:
+        assert json.loads(f["sentence_to_index"][0]) == {"Hello world .": "0", "Bye .": "1"}
+        assert numpy.array_equal(f["0"][()], g["0"][()])

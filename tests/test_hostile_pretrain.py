@@ -41,3 +41,11 @@ def test_softmax_cutoffs_keeps_those_that_fit():
     assert softmax_cutoffs([20, 60], 200) == ([20, 60], [])
     assert softmax_cutoffs([20, 60, 2000], 200) == ([20, 60], [2000])
     assert softmax_cutoffs([2000, 10000], 45) == ([22], [2000, 10000])
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_corpus_word(tmp_path):
+    from spacy_elmo.pretrain.corpus import read_lines
+
+    path = tmp_path / "bom.txt.gz"
+    path.write_bytes(gzip.compress(b"\xef\xbb\xbfThe cat sat .\nA dog .\n"))
+    assert list(read_lines(str(path))) == [(0, "The cat sat ."), (1, "A dog .")]

@@ -5,7 +5,9 @@ included, so record ``i`` becomes HDF5 dataset ``"i"``.
 Tokens: plain text and JSONL go through a spaCy tokenizer (``spacy.blank(lang)``, or the tokenizer
 of a pipeline given by name or path) with whitespace tokens dropped, or are split on whitespace
 (``pretokenized``); a JSONL text field may also be a list of tokens. A DocBin keeps its Docs'
-tokens (whitespace tokens dropped), one record per Doc.
+tokens (whitespace tokens dropped), one record per Doc. Text and JSONL are read as
+``utf-8-sig``: a UTF-8 byte order mark at the start of the file is dropped, not made part of the
+first token.
 """
 import gzip
 import json
@@ -41,8 +43,8 @@ def _open(path: str):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"input file not found: {path!r}")
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return open(path, encoding="utf-8", newline="\n")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
+    return open(path, encoding="utf-8-sig", newline="\n")
 
 
 def _lines(path: str) -> Iterator[str]:
