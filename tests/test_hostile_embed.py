@@ -74,3 +74,35 @@ def test_a_byte_order_mark_is_not_part_of_the_first_token(model, tmp_path, name,
     with h5py.File(out, "r") as f, h5py.File(tmp_path / "p.hdf5", "r") as g:
         assert json.loads(f["sentence_to_index"][0]) == {"Hello world .": "0", "Bye .": "1"}
         assert numpy.array_equal(f["0"][()], g["0"][()])
+
+
+def test_a_huge_line_is_refused_before_it_is_tokenised(model, tmp_path, monkeypatch):  # noqa: F811
+    import resource
+
+    from spacy_elmo.embed import inputs
+
+    huge = " ".join(["bank"] * 1_180_000)  # 5.9 MB, one line
+    src = write_lines(tmp_path / "in.txt", ["A short line .", huge, "Another ."])
+    calls = []
+    monkeypatch.setattr(inputs, "make_tokenizer", lambda *a: lambda text: calls.append(len(text)) or text.split())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ValueError, match=r"in.txt line 2: more than 100,000 tokens, above the limit of 100,000 per "
+                                         r"line .*raise --max-tokens-per-line"):
+        embed_file(src, str(tmp_path / "o.hdf5"), model=model[0], progress=False)
+    assert calls == [len("A short line .")]  # the huge line never reached the tokenizer
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB
+    with pytest.raises(ValueError, match="line 2: 5 tokens, above the limit of 3 per line"):
+        list(inputs.read(write_lines(tmp_path / "s.txt", ["a b", "a b c.d"]), "text", lambda t: t.replace(".", " . ")
+                         .split(), max_tokens=3))
+
+
+def test_cli_max_tokens_per_line(model, tmp_path):  # noqa: F811
+    src = write_lines(tmp_path / "in.jsonl", ['{"text": "a b c"}', '{"text": ["a", "b", "c", "d"]}'])
+    code, output = _cli(["embed", src, str(tmp_path / "o.hdf5"), "--model", model[0], "--quiet",
+                         "--max-tokens-per-line", "3"])
+    assert code == 2 and len(output.splitlines()) == 1
+    assert "in.jsonl line 2: 4 tokens, above the limit of 3 per line" in output
+    code, output = _cli(["embed", src, str(tmp_path / "o.hdf5"), "--model", model[0], "--quiet",
+                         "--max-tokens-per-line", "4"])
+    assert code == 0, output
+    assert "--max-tokens-per-line" in CliRunner().invoke(app, ["embed", "--help"]).output

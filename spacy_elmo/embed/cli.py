@@ -22,6 +22,9 @@ def embed_cli(
     group_mb: float = typer.Option(64.0, "--group-mb", min=0,
                                    help="MB of float32 output per group (journal part; one shard with --ray)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
+    max_tokens: int = typer.Option(100_000, "--max-tokens-per-line", min=1,
+                                   help="Refuse a line (record) of more tokens, in one error naming it: the biLM's "
+                                   "memory grows with a sentence's length"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + "
@@ -40,7 +43,7 @@ def embed_cli(
 
     common = dict(model=model, layer_spec=layers, dtype=dtype, pretokenized=pretokenized, lang=lang, fmt=fmt,
                   text_field=text_field, batch_size=batch_size, group_mb=group_mb, overwrite=overwrite,
-                  progress=not quiet)
+                  progress=not quiet, max_tokens_per_line=max_tokens)
     try:
         scale_cli.check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor)
         if ray is not None:
