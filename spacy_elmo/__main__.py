@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from .cli_errors import one_line_errors
+from .cli_errors import OneLineErrors, one_line_errors
 from .convert import cli as convert_cli
 from .embed import cli as embed_cli
 from .hub import cli as hub_cli
@@ -16,7 +16,7 @@ from .pretrain import cli as pretrain_cli
 from .probe import cli as probe_cli
 
 app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
-                  add_completion=False)
+                  add_completion=False, cls=OneLineErrors)
 
 COMMANDS = (  # (name, body, typer context settings), in the order `--help` lists them
     ("convert", convert_cli.convert_cli, None),

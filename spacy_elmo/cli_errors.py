@@ -1,8 +1,11 @@
 """The one error handler of ``python -m spacy_elmo``: every command is wrapped by
-:func:`one_line_errors` when the typer app is assembled (:mod:`spacy_elmo.__main__`)."""
+:func:`one_line_errors` when the typer app is assembled (:mod:`spacy_elmo.__main__`), and the
+app's group is :class:`OneLineErrors`, so that an option value refused while parsing (a typer
+``min=`` / ``max=`` range: ``--retries -1``; a number that is not one) is one line too."""
 import functools
 
 import typer
+from typer.core import TyperGroup
 
 from .bilm.errors import ElmoError
 
@@ -25,3 +28,16 @@ def one_line_errors(command):
             raise typer.Exit(EXIT_ERROR) from None
 
     return wrapper
+
+
+class OneLineErrors(TyperGroup):
+    """The command group of ``python -m spacy_elmo``: a bad option value (typer.BadParameter,
+    raised while a command's arguments are parsed) is ``error: Invalid value for ...`` on stderr,
+    one line, exit status :data:`EXIT_ERROR`, instead of click's usage block."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as err:  # typer's own click
+            typer.echo(f"error: {err.format_message()}", err=True)
+            raise typer.Exit(EXIT_ERROR) from None

@@ -18,19 +18,23 @@ def embed_cli(
     lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),
     fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
     text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text (or a list of tokens)"),
-    batch_size: int = typer.Option(64, "--batch-size", help="Sentences per biLM call"),
-    group_mb: float = typer.Option(64.0, "--group-mb",
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per biLM call"),
+    group_mb: float = typer.Option(64.0, "--group-mb", min=0,
                                    help="MB of float32 output per group (journal part; one shard with --ray)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
+    max_tokens: int = typer.Option(100_000, "--max-tokens-per-line", min=1,
+                                   help="Refuse a line (record) of more tokens, in one error naming it: the biLM's "
+                                   "memory grows with a sentence's length"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
     ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
                                       help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + "
                                       "manifest.json. ADDRESS: auto, HOST:PORT, ray://HOST:PORT; "
                                       "alone: a local cluster"),
-    actors: Optional[int] = typer.Option(None, "--actors", help="With --ray: actors in the pool "
+    actors: Optional[int] = typer.Option(None, "--actors", min=1, help="With --ray: actors in the pool "
                                          "(default: cluster CPUs / --cpus-per-actor)"),
-    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", help="With --ray: CPUs (= torch threads) per actor"),
-    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor",
+    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", min=0,
+                                         help="With --ray: CPUs (= torch threads) per actor"),
+    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", min=0,
                                          help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
 ):
     """ELMo vectors of every line into HDF5: one dataset per line (by index) + sentence_to_index."""
@@ -39,7 +43,7 @@ def embed_cli(
 
     common = dict(model=model, layer_spec=layers, dtype=dtype, pretokenized=pretokenized, lang=lang, fmt=fmt,
                   text_field=text_field, batch_size=batch_size, group_mb=group_mb, overwrite=overwrite,
-                  progress=not quiet)
+                  progress=not quiet, max_tokens_per_line=max_tokens)
     try:
         scale_cli.check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor)
         if ray is not None:

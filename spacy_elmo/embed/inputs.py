@@ -5,14 +5,26 @@ included, so record ``i`` becomes HDF5 dataset ``"i"``.
 Tokens: plain text and JSONL go through a spaCy tokenizer (``spacy.blank(lang)``, or the tokenizer
 of a pipeline given by name or path) with whitespace tokens dropped, or are split on whitespace
 (``pretokenized``); a JSONL text field may also be a list of tokens. A DocBin keeps its Docs'
-tokens (whitespace tokens dropped), one record per Doc.
+tokens (whitespace tokens dropped), one record per Doc. Text and JSONL are read as
+``utf-8-sig``: a UTF-8 byte order mark at the start of the file is dropped, not made part of the
+first token.
+
+A record of more than ``max_tokens`` tokens (default :data:`MAX_TOKENS_PER_LINE`, ``embed
+--max-tokens-per-line``) is refused with a ValueError naming the file and line: the biLM's
+memory grows with the length of a sentence (a 10 MB line of 1.2M words would need tens of GB).
+A line is counted in whitespace-separated words before it is tokenised, so a huge line is
+refused without making a Python object per token.
 """
 import gzip
+import itertools
 import json
 import os
+import re
 from typing import Callable, Iterator, List, NamedTuple, Optional
 
 FORMATS = ("text", "jsonl", "spacy")
+MAX_TOKENS_PER_LINE = 100_000
+_WORD = re.compile(r"\S+")
 
 
 class Record(NamedTuple):
@@ -41,8 +53,8 @@ def _open(path: str):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"input file not found: {path!r}")
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="\n")
-    return open(path, encoding="utf-8", newline="\n")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
+    return open(path, encoding="utf-8-sig", newline="\n")
 
 
 def _lines(path: str) -> Iterator[str]:
@@ -81,21 +93,45 @@ def make_tokenizer(pretokenized: bool, lang: str = "en") -> Callable[[str], List
 
 
 def read(path: str, fmt: str, tokenize: Callable[[str], List[str]], text_field: str = "text",
-         lang: str = "en") -> Iterator[Record]:
+         lang: str = "en", max_tokens: int = MAX_TOKENS_PER_LINE) -> Iterator[Record]:
     """Records of the input, in order. Raises ValueError naming the file and line for a JSONL
-    line that is not an object with a str (or list of str) ``text_field``."""
+    line that is not an object with a str (or list of str) ``text_field``, or a record of more
+    than ``max_tokens`` tokens."""
     if fmt == "spacy":
-        yield from _read_docbin(path, lang)
+        for record in _read_docbin(path, lang):
+            yield _checked(path, record.index, record.tokens, max_tokens, record)
         return
     for i, line in enumerate(_lines(path)):
         if fmt == "jsonl":
-            yield _jsonl_record(path, i, line, text_field, tokenize)
+            yield _jsonl_record(path, i, line, text_field, tokenize, max_tokens)
         else:
             text = line.strip()
-            yield Record(i, text, tokenize(text) if text else [])
+            yield _record(path, i, text, tokenize, max_tokens)
 
 
-def _jsonl_record(path: str, i: int, line: str, field: str, tokenize) -> Record:
+def _too_long(path: str, i: int, n: str, max_tokens: int) -> ValueError:
+    return ValueError(f"{path} line {i + 1}: {n} tokens, above the limit of {max_tokens:,} per line (the biLM's "
+                      "memory grows with a sentence's length): split the line, or raise --max-tokens-per-line")
+
+
+def _record(path: str, i: int, text: str, tokenize, max_tokens: int) -> Record:
+    """The record of one text: its whitespace-separated words are counted first (up to the
+    limit) when the text is longer than ``max_tokens`` characters, then the tokens."""
+    if len(text) > max_tokens:
+        words = sum(1 for _ in itertools.islice(_WORD.finditer(text), max_tokens + 1))
+        if words > max_tokens:
+            raise _too_long(path, i, f"more than {max_tokens:,}", max_tokens)
+    tokens = tokenize(text) if text else []
+    return _checked(path, i, tokens, max_tokens, Record(i, text, tokens))
+
+
+def _checked(path: str, i: int, tokens: List[str], max_tokens: int, record: Record) -> Record:
+    if len(tokens) > max_tokens:
+        raise _too_long(path, i, f"{len(tokens):,}", max_tokens)
+    return record
+
+
+def _jsonl_record(path: str, i: int, line: str, field: str, tokenize, max_tokens: int) -> Record:
     if not line.strip():
         return Record(i, "", [])
     try:
@@ -104,12 +140,11 @@ def _jsonl_record(path: str, i: int, line: str, field: str, tokenize) -> Record:
         raise ValueError(f"{path} line {i + 1}: not JSON ({err})") from None
     value = obj.get(field) if isinstance(obj, dict) else None
     if isinstance(value, list) and all(isinstance(t, str) for t in value):
-        return Record(i, " ".join(value), list(value))
+        return _checked(path, i, value, max_tokens, Record(i, " ".join(value), list(value)))
     if not isinstance(value, str):
         raise ValueError(f"{path} line {i + 1}: expected a JSON object with a string (or list of "
                          f"strings) field {field!r} (set --text-field)")
-    text = value.strip()
-    return Record(i, text, tokenize(text) if text else [])
+    return _record(path, i, value.strip(), tokenize, max_tokens)
 
 
 def _docbin(path: str):

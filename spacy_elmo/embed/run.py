@@ -13,6 +13,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..bilm.errors import ElmoError
 from . import inputs, layers
+from .paths import check_output
 from .writer import Output, written_args
 
 
@@ -23,7 +24,7 @@ class EmbedError(ElmoError, ValueError):
 def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_spec: str = "all",
                dtype: str = "float32", pretokenized: bool = False, lang: str = "en", fmt: Optional[str] = None,
                text_field: str = "text", batch_size: int = 64, group_mb: float = 64.0, overwrite: bool = False,
-               progress: bool = True) -> dict:
+               progress: bool = True, max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE) -> dict:
     """Embed every record of ``input_path`` into ``output`` (HDF5, AllenNLP ``elmo`` layout; see
     :mod:`.writer`). ``model``: a name or directory as everywhere (default: the packaged
     DEFAULT_MODEL); ``layer_spec``: see :mod:`.layers`; ``dtype``: float32 or float16.
@@ -32,9 +33,14 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
     input or model (with the download command for a registered name), ValueError for
-    unreadable input lines, ElmoWeightsError for a bad model file."""
+    unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
+    run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
+    file. OUTPUT is checked first
+    (:func:`.paths.check_output`): EmbedError if it is the input file itself (a hard link or
+    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist."""
     from ..bilm import BiLM
 
+    check_output(input_path, output)
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
@@ -46,8 +52,9 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
         if not overwrite:
             raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
                              "--overwrite or choose another file")
+    _check_limit(max_tokens_per_line)
     bilm = BiLM.from_pretrained(model)
-    groups = read_groups(input_path, p, pretokenized, lang, text_field)
+    groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
     total = inputs.count(input_path, fmt)
     with Output(output, args) as out:
         _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
@@ -110,13 +117,21 @@ def plan_model(model: Optional[str], layer_spec: str = "all", dtype: str = "floa
 
 
 def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str = "en",
-                text_field: str = "text") -> Iterator[List[inputs.Record]]:
+                text_field: str = "text",
+                max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE) -> Iterator[List[inputs.Record]]:
     """The input's records (read lazily) in the groups that embed_file embeds and journals one
     at a time: ~``p.args["group_tokens"]`` tokens each. The tokenizer is made now, so a bad
-    ``lang`` raises ValueError here, not on the first ``next``."""
+    ``lang`` raises ValueError here, not on the first ``next``; a record of more than
+    ``max_tokens_per_line`` tokens raises ValueError when it is reached."""
+    _check_limit(max_tokens_per_line)
     tokenize = inputs.make_tokenizer(pretokenized or p.fmt == "spacy", lang)
-    records = inputs.read(input_path, p.fmt, tokenize, text_field, lang)
+    records = inputs.read(input_path, p.fmt, tokenize, text_field, lang, max_tokens_per_line)
     return _groups(records, p.args["group_tokens"])
+
+
+def _check_limit(max_tokens_per_line: int) -> None:
+    if isinstance(max_tokens_per_line, bool) or not isinstance(max_tokens_per_line, int) or max_tokens_per_line < 1:
+        raise EmbedError(f"--max-tokens-per-line must be an integer >= 1, got {max_tokens_per_line!r}")
 
 
 def _check_options(layer_spec, dtype, batch_size, group_mb) -> layers.LayerSpec:

@@ -14,7 +14,8 @@ def download_cli(
     sha256: Optional[List[str]] = typer.Option(None, "--sha256", help="Pin a digest: HEX (weights.hdf5), "
                                                "weights=HEX or options=HEX; repeatable"),
     force: bool = typer.Option(False, "--force", help="Download again even if already complete"),
-    retries: int = typer.Option(3, "--retries", help="Retries of a lost connection per file (each resumes)"),
+    retries: int = typer.Option(3, "--retries", min=0, max=100,
+                                help="Retries of a lost connection per file (each resumes)"),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
     fmt: Optional[str] = typer.Option(None, "--format", help="elmoformanylangs: SOURCE is a zip to convert"),
 ):

@@ -1,7 +1,9 @@
 """One file over HTTP(S) into a ``.part`` file, resumable with HTTP Range, with a byte progress bar.
 
-No torch or spaCy here. Errors: :class:`ElmoDownloadError` (one line naming the URL).
+No torch or spaCy here. Errors: :class:`ElmoDownloadError` (one line naming the URL, or the
+``.part`` file for a disk error: full, read-only or not writable, reported once, not retried).
 """
+import errno
 import http.client
 import os
 import socket
@@ -128,22 +130,41 @@ def _fetch_once(url: str, part: str, progress: bool, label: str, timeout: float)
 
 
 def _stream(resp, part: str, offset: int, total: Optional[int], progress: bool, label: str) -> int:
-    """Append the body to ``part`` (truncated first when offset is 0); returns bytes received."""
+    """Append the body to ``part`` (truncated first when offset is 0); returns bytes received.
+    A failed read is a lost connection (retried); a failed write, flush or open of ``part``
+    (disk full, read-only, no permission) is an ElmoDownloadError naming ``part``, at once,
+    with what was written kept for resuming."""
     got = 0
-    with open(part, "ab" if offset else "wb") as f, \
-            tqdm(total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
-                 disable=not progress, file=sys.stderr, leave=True) as bar:
-        try:
+    try:  # every OSError here but a read's (turned into _Retry) is about part: open, write, flush, close
+        with open(part, "ab" if offset else "wb") as f, \
+                tqdm(total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
+                     disable=not progress, file=sys.stderr, leave=True) as bar:
             while True:
-                block = resp.read(BLOCK)
+                try:
+                    block = resp.read(BLOCK)
+                except (http.client.HTTPException, OSError) as err:
+                    raise _Retry(f"connection lost after {offset + got:,} bytes ({_reason(err)})") from None
                 if not block:
                     break
                 f.write(block)
                 got += len(block)
                 bar.update(len(block))
-        except (http.client.HTTPException, OSError) as err:
-            raise _Retry(f"connection lost after {offset + got:,} bytes ({_reason(err)})") from None
-        finally:
             f.flush()
             os.fsync(f.fileno())
+    except OSError as err:
+        raise _disk_error(part, err) from None
     return got
+
+
+def _disk_error(part: str, err: OSError) -> ElmoDownloadError:
+    """The one-line error of a ``part`` that cannot be written (not retried: another try fails
+    the same way), with the bytes it keeps."""
+    try:
+        kept = os.path.getsize(part)
+    except OSError:
+        kept = 0
+    why = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+           errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}.get(err.errno)
+    return ElmoDownloadError(f"{part}: cannot write the download ({why or err.strerror or err}): a disk error, "
+                             f"not the connection; {_kept(kept)} once the folder has space and can be written "
+                             "(or set $SPACY_ELMO_CACHE to another folder)", path=part, resumable=True)

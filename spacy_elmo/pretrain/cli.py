@@ -37,11 +37,11 @@ def pretrain_cli(
     quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
 ):
     """Pretrain a biLM on raw text. Extra options override the config, e.g. --training.max_steps 1000."""
-    from .config import parse_overrides
+    from .config import parse_command_line
     from .train import pretrain
 
     try:
-        overrides = parse_overrides(ctx.args)
+        overrides = parse_command_line(str(output_dir), ctx.args)
     except ValueError as err:
         typer.echo(f"error: {err} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).", err=True)
         raise typer.Exit(2)

@@ -92,6 +92,22 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
     return result
 
 
+def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:
+    """Check ``pretrain``'s OUTPUT_DIR and parse its extra arguments (:func:`parse_overrides`).
+    Raises ValueError (one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
+    taken as the directory; write ``./-name`` for such a folder), an argument that is not
+    ``--section.key``, or a section or setting the default config lacks."""
+    if output_dir.startswith("-"):
+        raise ValueError(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; for such a folder "
+                         f"write ./{output_dir}).")
+    overrides = parse_overrides(args)
+    default = Config().from_str(default_config_text(), interpolate=False)
+    for key in overrides:
+        section, _, name = key.partition(".")
+        _check_known(section, name, default, f" (--{key})")
+    return overrides
+
+
 def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dict[str, object]] = None) -> Config:
     """Load a config (default: the packaged default.cfg) and apply ``{"section.key": value}``.
 

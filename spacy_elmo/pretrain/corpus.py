@@ -45,12 +45,13 @@ def resolve_paths(patterns: Sequence[str]) -> List[str]:
 
 def _open_text(path: str):
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="strict")
-    return open(path, "rt", encoding="utf-8", errors="strict")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="strict")
+    return open(path, "rt", encoding="utf-8-sig", errors="strict")
 
 
 def read_lines(path: str, max_lines: int = 0) -> Iterator[Tuple[int, str]]:
-    """(line number, stripped line) of a UTF-8 text file; empty lines skipped.
+    """(line number, stripped line) of a UTF-8 text file (a byte order mark at its start dropped);
+    empty lines skipped.
 
     Raises CorpusError for a binary (NUL bytes or not UTF-8) file or one without any text.
     """

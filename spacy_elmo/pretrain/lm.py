@@ -19,7 +19,7 @@ parameters under the same names either way (checkpoints are interchangeable):
 - ``"torch"``: ``torch.nn.LSTM(proj_size=...)``, the trainer of the first release (float32).
 """
 import warnings
-from typing import Dict
+from typing import Dict, List, Tuple
 
 import torch
 from torch import nn
@@ -34,6 +34,19 @@ LSTM_IMPLS = ("fused", "torch")
 
 # torch warns once that LSTM(proj_size=...) does not use oneDNN; it still runs at ~130 GFLOP/s here.
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
+
+
+def softmax_cutoffs(cutoffs, vocab_size: int) -> Tuple[List[int], List[int]]:
+    """(kept, dropped): the configured ``softmax.cutoffs`` that fit a softmax vocabulary of
+    ``vocab_size`` words (below ``vocab_size - 1``) and those that do not. When none fits (a small
+    vocabulary with the default 2000/10000/40000), one cluster boundary at half the vocabulary is
+    kept instead, so ``nn.AdaptiveLogSoftmaxWithLoss`` always gets a valid list."""
+    cutoffs = [int(x) for x in cutoffs]
+    kept = [c for c in cutoffs if c < vocab_size - 1]
+    dropped = [c for c in cutoffs if c >= vocab_size - 1]
+    if not kept:
+        kept = [max(1, vocab_size // 2)]
+    return kept, dropped
 
 
 def adaptive_nll(softmax: nn.AdaptiveLogSoftmaxWithLoss, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -160,7 +173,7 @@ class LanguageModel(nn.Module):
         self.forward_lstms = nn.ModuleList(make_lstm() for _ in range(self.n_layers))
         self.backward_lstms = nn.ModuleList(make_lstm() for _ in range(self.n_layers))
         self.dropout = nn.Dropout(float(c.get("dropout", 0.0)))
-        cutoffs = [int(x) for x in softmax_cfg["cutoffs"] if int(x) < vocab_size - 1]
+        cutoffs, _ = softmax_cutoffs(softmax_cfg["cutoffs"], vocab_size)
         self.softmax = nn.AdaptiveLogSoftmaxWithLoss(
             P, vocab_size, cutoffs=cutoffs, div_value=float(softmax_cfg["div_value"])
         )

@@ -27,7 +27,7 @@ from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
 from .export import load_model, write_model
 from .hardware import cpu_name, resolve_device, resolve_precision
-from .lm import LanguageModel
+from .lm import LanguageModel, softmax_cutoffs
 from .memory import keep_freed_memory
 from .recurrent import cells_kind
 from .widen import widened_state_dict, width_change
@@ -103,6 +103,10 @@ def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
     compile_cells = bool(t_cfg.get("compile", False)) and impl == "fused" and device.type == "cpu"
     lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), vocab_size, lstm_impl=impl, gemm_dtype=dtype,
                        compile=compile_cells).to(device)
+    kept, dropped = softmax_cutoffs(cfg["softmax"]["cutoffs"], vocab_size)
+    if dropped:
+        _log(f"[softmax] cutoffs {dropped} are not below the softmax vocabulary of {vocab_size:,} words "
+             f"(vocab.size = {int(cfg['vocab']['size']):,}): dropped, clusters at {kept}")
     cells = cells_kind(lm.forward_lstms[0].cells) if impl == "fused" else "torch"
     path = {"device": str(device), "lstm_impl": impl, "precision": str(dtype).replace("torch.", ""),
             "precision_reason": reason, "compiled_cells": cells in ("native", "inductor"), "cells": cells,

@@ -12,6 +12,8 @@ import os
 import time
 from typing import Dict, List, Optional
 
+from ..embed.inputs import MAX_TOKENS_PER_LINE
+from ..embed.paths import check_not_input
 from ..embed.run import EmbedError, count_group, plan, plan_model, read_groups
 from . import manifest as _manifest, shards
 from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_modules
@@ -73,7 +75,8 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
                    layer_spec: str = "all", dtype: str = "float32", pretokenized: bool = False, lang: str = "en",
                    fmt: Optional[str] = None, text_field: str = "text", batch_size: int = 64, group_mb: float = 64.0,
                    actors: Optional[int] = None, num_cpus: float = 1.0, num_gpus: float = 0.0,
-                   overwrite: bool = False, progress: bool = True) -> Dict:
+                   overwrite: bool = False, progress: bool = True,
+                   max_tokens_per_line: int = MAX_TOKENS_PER_LINE) -> Dict:
     """``embed`` on Ray: the records of ``input_path`` (read and tokenized here, as ``embed_file``
     does, then cut into the same groups) become one block each; actors embed them into shards
     of ``output`` (a directory). Per line, the arrays equal ``embed_file``'s. Returns
@@ -82,6 +85,7 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     :func:`connect` (``address``) unless Ray is running, and shuts down a cluster it started.
     Raises ScaleError / EmbedError (ValueErrors) for bad options, an output with other
     arguments (unless ``overwrite``) or a failed block; FileNotFoundError, ImportError."""
+    check_not_input(input_path, output)
     ray, ray_data = ray_modules()
     _check_pool(1, actors, num_cpus, num_gpus)
     p = _plan(lambda: plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size,
@@ -93,7 +97,8 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     if done is None:
         return dict(summary, already_complete=True, **_counts(_manifest.load(output)))
     start = time.perf_counter()
-    rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field), done, summary)
+    rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line), done,
+                       summary)
     new = []
     if rows:
         started = connect(address)
