@@ -51,12 +51,11 @@ def heldout(run_dir: str, shipped: str, candidate: str) -> dict:
 
 def wic(shipped_bilm, candidate_bilm) -> dict:
     """WiC dev and train-CV of both, candidate minus shipped per view (probe.wic.compare)."""
+    from spacy_elmo.probe.views import AVERAGE, top_view
     from spacy_elmo.probe.wic import compare, wic_scores
 
     diff = compare(wic_scores(candidate_bilm, items=True), wic_scores(shipped_bilm, items=True))
-    top = str(max(int(v) for v in diff if v.isdigit()))
-    average = next(v for v in ("average", "mean") if v in diff)
-    checked = {"top": diff[top], "average": diff[average]}
+    checked = {"top": diff[top_view(diff)], "average": diff[AVERAGE]}
     return {"views": diff, "pass": all(d["train_cv"]["low"] >= WIC_MARGIN for d in checked.values())}
 
 
