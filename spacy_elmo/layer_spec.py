@@ -116,7 +116,14 @@ def _parse_mix(text: str, where: str) -> LayerSpec:
         raise LayerSpecError(f"{where} {text!r}: give one weight per layer, e.g. mix:0,0,1")
     s = numpy.exp(w - w.max())
     weights = tuple(float(v) for v in (s / s.sum()).astype("float32"))
-    return LayerSpec("mix", text, weights=weights, gamma=gamma)
+    name = "mix:" + ",".join(_short(x) for x in w) + ("" if gamma == 1.0 else f",gamma={_short(gamma)}")
+    return LayerSpec("mix", name, weights=weights, gamma=gamma)
+
+
+def _short(x: float) -> str:
+    """The shortest text that reads back as ``x`` ("0" for 0.0, "-0.5", "1e-08")."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _number(x: str, text: str, where: str) -> float:
