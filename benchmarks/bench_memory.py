@@ -171,7 +171,7 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=int, default=10000)
     ap.add_argument("--path", choices=["pipe", "bilm", "spacy"], default="pipe")
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--store", default="all", choices=["all", "mix", "top", "none"])
+    ap.add_argument("--store", default="all", choices=["all", "average", "top", "none"])
     ap.add_argument("--model", default=None, help="packaged model name or directory (default: the packaged one)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)

@@ -30,7 +30,7 @@ ROOT = os.path.normpath(os.path.join(HERE, ".."))
 DEFAULT_RECORD = os.path.join(HERE, "default_model_candidates.json")
 DEFAULT_OUT = os.path.join(ROOT, "docs", "img", "en_elmo_small_compute_wall.png")
 TARGET_PPL, TARGET_WIC = 50.0, 57.0
-TOP = "2"  # the record's key of the top layer (a 2-layer biLM: "0" char CNN, "1", "2")
+TOP = "layer_2"  # the record's key of the top layer (a 2-layer biLM: layer_0 char CNN, layer_1, layer_2)
 PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho-Collados 2019; issue 10
 
 
@@ -109,7 +109,7 @@ def report(record, tokens_per_second: float) -> list:
                      f"{cands[-1].get('projection_dim')}; reaches "
                      f"{TARGET_PPL:.0f} at {need / 1e6:,.0f}M tokens ({max(0.0, hours):,.1f} h more at "
                      f"{tokens_per_second:,.0f} tokens/s after {last / 1e6:.1f}M)")
-    for view, label in ((TOP, "top layer"), ("mean", "layer average")):
+    for view, label in ((TOP, "top layer"), ("average", "layer average")):
         pts = [(c["tokens"], c["wic_dev"][view]) for c in record["candidates"] if c["wic_dev"].get(view) is not None]
         slope, lo, hi, intercept = slope_per_doubling(*zip(*pts))
         reach = "; no trend (the interval holds 0): this curve does not say when it reaches " + str(TARGET_WIC)
@@ -167,7 +167,7 @@ def _plot_perplexity(ax, record) -> None:
 def _plot_wic(ax2, record) -> None:
     """WiC dev (filled) and train CV (hollow) per view with 95% intervals, target and references."""
     n_dev, n_cv = record["wic_dev_pairs"], record["wic_train_pairs"]
-    for view, marker, color, shift in ((TOP, "s", "C3", 0.99), ("mean", "^", "C2", 1.01)):
+    for view, marker, color, shift in ((TOP, "s", "C3", 0.99), ("average", "^", "C2", 1.01)):
         cands = [c for c in record["candidates"] if c["wic_dev"].get(view) is not None]
         xs = numpy.array([c["tokens"] for c in cands]) / 1e6 * shift
         ys = [c["wic_dev"][view] for c in cands]

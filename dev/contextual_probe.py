@@ -5,10 +5,11 @@
 MODEL: a packaged model name or a model directory. SENSES_JSON: {"words": {word: {"sentences":
 [[sense-1 sentences], [sense-2 sentences]]}}} (default tests/data/senses_blind.json). Sentences
 are tokenized with spaCy's English tokenizer, as in the pipeline. Prints, per word and layer
-(0 = char CNN, which is context-free), the mean same-sense and cross-sense cosine and the
-share of uses whose nearest other use (cosine) has the same sense (1-NN, as the nearest-neighbour sense
-disambiguation of Peters et al. 2018 §5.3; n/a where all vectors are identical). The measures
-live in :mod:`spacy_elmo.probe.senses` (the tests of the shipped model use them too).
+(layer spec names: layer_0 = char CNN, which is context-free), the mean same-sense and
+cross-sense cosine and the share of uses whose nearest other use (cosine) has the same sense
+(1-NN, as the nearest-neighbour sense disambiguation of Peters et al. 2018 §5.3; n/a where all
+vectors are identical). The measures live in :mod:`spacy_elmo.probe.senses` (the tests of the
+shipped model use them too).
 """
 import json
 import os
@@ -32,7 +33,7 @@ def main(model, senses_path=os.path.join(HERE, "..", "tests", "data", "senses_bl
         labels = [k for k, group in enumerate(entry["sentences"]) for _ in group]
         vectors = word_vectors(bilm, tokenizer, sentences, word)
         half = vectors.shape[-1] // 2
-        views = [(str(k), vectors[:, k]) for k in range(vectors.shape[1])]
+        views = [(f"layer_{k}", vectors[:, k]) for k in range(vectors.shape[1])]
         views += [("top-fwd", vectors[:, -1, :half]), ("top-bwd", vectors[:, -1, half:])]
         for name, v in views:
             same, cross, nn = sense_scores(v, labels)

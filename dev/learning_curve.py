@@ -71,10 +71,10 @@ def main(model_dir=os.path.join(ROOT, "spacy_elmo", "models", "en_elmo_small"),
             ax.axvline(offset / 1e6, color="grey", ls=":", lw=1)
         wic = node.get("evaluation", {}).get("wic")
         if wic:
-            top = str(max(int(v) for v in wic if v.isdigit()))
+            top = max((v for v in wic if v.startswith("layer_")), key=lambda v: int(v[6:]))
             wic_x.append((offset + node["training"]["tokens_seen"]) / 1e6)
             wic_top.append(wic[top]["dev_accuracy"])
-            wic_mean.append(wic["mean"]["dev_accuracy"])
+            wic_mean.append(wic["average"]["dev_accuracy"])
     ax2.plot(wic_x, wic_top, "s--", color="C3", label="WiC dev, top layer")
     ax2.plot(wic_x, wic_mean, "^--", color="C2", label="WiC dev, layer average")
     if wic_x:  # a fixed 10-point span: WiC dev's 95% interval for one model is about +-3.9 points

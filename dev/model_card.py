@@ -60,9 +60,9 @@ def default_model_block(meta: dict) -> str:
         ("tokens seen (all warm starts)", f"{lineage_tokens(meta) / 1e6:.1f}M"),
         ("held-out perplexity", f"{_ppl(meta):.1f} ({meta['heldout']['tokens']:,} held-out tokens)"),
     ]
-    top = str(s["layers"])
+    top = f"layer_{s['layers']}"
     if top in wic:
-        avg = wic.get("average", wic.get("mean", {}))
+        avg = wic.get("average", {})
         rows.append(("WiC dev, top layer / layer average", f"{wic[top]['dev_accuracy']:.1f} / "
                                                            f"{avg.get('dev_accuracy', float('nan')):.1f}"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
@@ -104,7 +104,7 @@ def _wic_table(meta: dict) -> str:
     lines = ["| view | WiC dev | WiC train, 10-fold CV |", "|---|---:|---:|"]
     for view, v in wic.items():
         if isinstance(v, dict) and "dev_accuracy" in v:
-            name = "layer average" if view in ("average", "mean") else f"layer {view}"
+            name = "layer average" if view == "average" else view.replace("_", " ")
             lines.append(f"| {name} | {v['dev_accuracy']:.1f} | {v.get('train_cv_accuracy', float('nan')):.1f} |")
     return "\n".join(lines) + "\n"
 

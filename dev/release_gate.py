@@ -54,13 +54,12 @@ def wic(shipped_bilm, candidate_bilm) -> dict:
     """WiC dev and train-CV of both, candidate minus shipped per view (probe.wic.compare)."""
     from shared_data import wic_dir
 
+    from spacy_elmo.probe.views import AVERAGE, top_view
     from spacy_elmo.probe.wic import compare, wic_scores
 
     directory = wic_dir()
     diff = compare(wic_scores(candidate_bilm, directory, items=True), wic_scores(shipped_bilm, directory, items=True))
-    top = str(max(int(v) for v in diff if v.isdigit()))
-    average = next(v for v in ("average", "mean") if v in diff)
-    checked = {"top": diff[top], "average": diff[average]}
+    checked = {"top": diff[top_view(diff)], "average": diff[AVERAGE]}
     return {"views": diff, "pass": all(d["train_cv"]["low"] >= WIC_MARGIN for d in checked.values())}
 
 

@@ -7,7 +7,7 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, batch_to_ids, lstm, onednn
+from spacy_elmo.bilm import BiLM, batch_to_ids, lstm_paths, onednn
 from spacy_elmo.bilm.chars import BOS_IDS, EOS_IDS, token_to_char_ids
 
 
@@ -45,8 +45,8 @@ def lstm_path(request, monkeypatch):
     if "bmm" in request.param:
         monkeypatch.setattr(onednn, "_ENABLED", False)
     if "chunked" in request.param:
-        monkeypatch.setattr(lstm, "WORKSPACE_FLOATS", 2 * 4 * 64 * 7)  # 7 rows per input-projection chunk
-        monkeypatch.setattr(lstm, "ONEDNN_CHUNK_FLOATS", 2 * 4 * 64 * 7)
+        monkeypatch.setattr(lstm_paths, "WORKSPACE_FLOATS", 2 * 4 * 64 * 7)  # 7 rows per input-projection chunk
+        monkeypatch.setattr(lstm_paths, "ONEDNN_CHUNK_FLOATS", 2 * 4 * 64 * 7)
     return request.param
 
 

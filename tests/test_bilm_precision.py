@@ -14,7 +14,7 @@ import pytest
 import spacy
 import torch
 
-from spacy_elmo.bilm import BiLM, onednn, precision as precision_mod
+from spacy_elmo.bilm import BiLM, lstm_paths, onednn, precision as precision_mod
 
 from helpers import elmo_config
 
@@ -114,8 +114,8 @@ def test_autocast_path_on_cpu(files, reference, monkeypatch, fake_bf16_cpu, dtyp
         monkeypatch.setattr("spacy_elmo.bilm.model.resolve_precision", precision_mod.resolve)
     bilm = BiLM.from_files(*files, precision="bfloat16")
     calls = []
-    lowp = bilm.lstm._layer_lowp
-    monkeypatch.setattr(bilm.lstm, "_layer_lowp", lambda *a: calls.append(1) or lowp(*a))
+    lowp = lstm_paths.LowPrecisionPath.run
+    monkeypatch.setattr(lstm_paths.LowPrecisionPath, "run", lambda *a: calls.append(1) or lowp(*a))
     before = onednn.set_enabled(False)
     try:
         out = bilm.embed_sentences(SENTENCES)

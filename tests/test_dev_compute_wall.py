@@ -91,7 +91,7 @@ def test_report_extrapolates_wic_only_where_the_trend_is_clear():
     """No "57.0 at N tokens" from a slope whose interval holds 0 (it would be any number at all)."""
     tokens = [1e7, 2e7, 4e7, 8e7]
     cands = [{"run": 1, "lineage": ["a"], "tokens": t, "projection_dim": 256, "perplexity": 100.0 / (k + 1),
-              "wic_dev": {"2": 55.0 + 0.5 * k, "mean": [56.0, 57.0, 56.0, 57.0][k]}}
+              "wic_dev": {"layer_2": 55.0 + 0.5 * k, "average": [56.0, 57.0, 56.0, 57.0][k]}}
              for k, t in enumerate(tokens)]
     top, mean = _wall().report({"candidates": cands}, 2600.0)[-2:]
     assert top.startswith("WiC dev, top layer: +0.50") and "57.0 at 160M tokens" in top

@@ -16,7 +16,7 @@ def _release(root):
     release.mkdir(parents=True)
     meta = {"name": "release", "training": {"tokens_seen": 1000},
             "history": _history([100, 200], 5, 90.0),
-            "evaluation": {"wic": {"2": {"dev_accuracy": 55.0}, "mean": {"dev_accuracy": 54.0}}}}
+            "evaluation": {"wic": {"layer_2": {"dev_accuracy": 55.0}, "average": {"dev_accuracy": 54.0}}}}
     (release / "meta.json").write_text(json.dumps(meta))
     return release
 
@@ -54,11 +54,11 @@ def test_wic_is_measured_only_where_missing(tmp_path, curve, monkeypatch):
     module, ship = curve
     measured = []
     monkeypatch.setattr(ship, "_wic", lambda model_dir: measured.append(model_dir.parent.name) or
-                        {"2": {"dev_accuracy": 57.0}, "mean": {"dev_accuracy": 56.0}})
+                        {"layer_2": {"dev_accuracy": 57.0}, "average": {"dev_accuracy": 56.0}})
     meta = module.load_meta(str(_run(tmp_path, _release(tmp_path))), measure_wic=True)
     assert measured == ["run"]
-    assert meta["evaluation"]["wic"]["2"]["dev_accuracy"] == 57.0
-    assert meta["init_from"]["evaluation"]["wic"]["2"]["dev_accuracy"] == 55.0
+    assert meta["evaluation"]["wic"]["layer_2"]["dev_accuracy"] == 57.0
+    assert meta["init_from"]["evaluation"]["wic"]["layer_2"]["dev_accuracy"] == 55.0
 
 
 def test_a_folder_without_meta_is_refused_in_one_line(tmp_path, curve):
@@ -71,8 +71,8 @@ def test_learning_curve_follows_the_warm_start_lineage(tmp_path):
     """dev/learning_curve.py: tokens of earlier runs offset later ones; the PNG is written."""
     lc = load_script("dev/learning_curve.py")
     first = {"training": {"tokens_seen": 100}, "history": [{"tokens_seen": 50, "perplexity": 9.0}],
-             "evaluation": {"wic": {"0": {"dev_accuracy": 50.0}, "2": {"dev_accuracy": 55.0},
-                                    "mean": {"dev_accuracy": 54.0}}}}
+             "evaluation": {"wic": {"layer_0": {"dev_accuracy": 50.0}, "layer_2": {"dev_accuracy": 55.0},
+                                    "average": {"dev_accuracy": 54.0}}}}
     second = {"name": "m", "training": {"tokens_seen": 40}, "history": [{"tokens_seen": 20, "perplexity": 8.0}],
               "init_from": first}
     chain = lc.lineage(second)

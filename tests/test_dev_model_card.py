@@ -29,7 +29,7 @@ def _meta():
         "heldout": {"perplexity": 64.0, "forward": 64.1, "backward": 63.9, "tokens": 1000},
         "heldout_shipped": {"perplexity": 64.01, "forward": 64.11, "backward": 63.91, "tokens": 1000},
         "storage": "float16 (read as float32)",
-        "evaluation": {"wic": {"2": {"dev_accuracy": 56.4, "train_cv_accuracy": 57.4},
+        "evaluation": {"wic": {"layer_2": {"dev_accuracy": 56.4, "train_cv_accuracy": 57.4},
                                "average": {"dev_accuracy": 55.8, "train_cv_accuracy": 57.1}},
                        "senses": {"blind_1nn": {"bank": 1.0, "cell": 0.75}, "blind_1nn_mean": 0.875},
                        "demo": {"rows": [{"component": "tagger", "data": "EWT", "baseline": 92.2, "elmo": 94.5}],

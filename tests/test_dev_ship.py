@@ -21,7 +21,7 @@ def _run(root, name, tokens, init_from=None):
 
 def test_lineage_follows_run_directories_back_to_a_release(tmp_path, monkeypatch):
     ship = _ship()
-    monkeypatch.setattr(ship, "_wic", lambda model_dir: {"2": {"dev_accuracy": 55.0}})
+    monkeypatch.setattr(ship, "_wic", lambda model_dir: {"layer_2": {"dev_accuracy": 55.0}})
     release = tmp_path / "models" / "m"
     release.mkdir(parents=True)
     (release / "meta.json").write_text(json.dumps({"name": "release", "training": {"tokens_seen": 100}}))
@@ -31,7 +31,7 @@ def test_lineage_follows_run_directories_back_to_a_release(tmp_path, monkeypatch
     assert meta["name"] == "run2" and meta["init_from"]["name"] == "release"
     assert meta["training"]["tokens_seen_total"] == 140
     assert "init_from" not in meta["init_from"]  # the release is where the chain ends
-    assert meta["evaluation"]["wic"]["2"]["dev_accuracy"] == 55.0  # measured where missing
+    assert meta["evaluation"]["wic"]["layer_2"]["dev_accuracy"] == 55.0  # measured where missing
     assert ship._lineage(_run(tmp_path, "scratch", 5), release) == {}
 
 

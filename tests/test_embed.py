@@ -190,7 +190,7 @@ def test_existing_output_with_other_arguments(model, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--layers", "bottom"], "expected all, top, average or mix"),
+    (["--layers", "bottom"], "expected all, top, average, layer_k or mix"),
     (["--layers", "mix:1,2"], "2 weights, but the model has 3 layers"),
     (["--layers", "mix:1,x,2"], "'x' is not a number"),
     (["--dtype", "float64"], "--dtype 'float64'"),

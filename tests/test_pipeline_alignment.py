@@ -85,7 +85,7 @@ def test_round_trips_after_merge(nlp):
     numpy.testing.assert_array_equal(loaded._.elmo.layers, doc._.elmo.layers)
 
 
-@pytest.mark.parametrize("store,dtype", [("mix", "float16"), ("top", "float32"), ("all", "float16")])
+@pytest.mark.parametrize("store,dtype", [("average", "float16"), ("top", "float32"), ("all", "float16")])
 def test_store_modes_dtype_and_whitespace(tiny_model, store, dtype):
     nlp = make_nlp(tiny_model, store=store, dtype=dtype)
     doc = nlp("Big  apple pie\n\nhere")  # Big | ' ' | apple | pie | '\n\n' | here

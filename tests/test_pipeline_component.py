@@ -111,9 +111,9 @@ def test_20000_token_doc_in_windows(files, bilm):
 def test_store_and_dtype_options(files):
     text = "Store only what you need."
     full = make_nlp(files)(text)._.elmo.layers
-    mix = make_nlp(files, store="mix")(text)._.elmo
+    mix = make_nlp(files, store="average")(text)._.elmo
     top = make_nlp(files, store="top")(text)._.elmo
-    assert mix.store == "mix" and mix.layers.shape == (1, 6, 32)
+    assert mix.store == "average" and mix.layers.shape == (1, 6, 32)
     numpy.testing.assert_allclose(mix.layers[0], full.mean(axis=0), atol=1e-6)
     numpy.testing.assert_array_equal(top.layers[0], full[-1])
     assert make_nlp(files, store="none")(text)._.elmo is None

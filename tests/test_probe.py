@@ -75,10 +75,11 @@ def test_layer_0_is_perfectly_self_similar(bilm):
     sentences = [s.split() for s in SENTENCES]
     vecs = embed_tokens(bilm, sentences, progress=False)
     scores = ctx.contextuality(vecs, sentences)
-    assert scores["0"]["words"] >= 1  # "the" is in >= 5 sentences
-    assert scores["0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
-    assert scores["0"]["self_similarity_adjusted"] == pytest.approx(1.0 - scores["0"]["anisotropy"], abs=1e-6)
-    for view in ("1", "2", "mean"):
+    assert scores["layer_0"]["words"] >= 1  # "the" is in >= 5 sentences
+    assert scores["layer_0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
+    layer_0 = scores["layer_0"]
+    assert layer_0["self_similarity_adjusted"] == pytest.approx(1.0 - layer_0["anisotropy"], abs=1e-6)
+    for view in ("layer_1", "layer_2", "average"):
         assert scores[view]["self_similarity"] < 1 - 1e-4
         assert -1 <= scores[view]["anisotropy"] <= 1 and -1 <= scores[view]["intra_sentence"] <= 1
 
@@ -180,12 +181,12 @@ def test_run_probe_end_to_end(bilm, data, tiny_model, tmp_path):
                              ewt_train=str(data / "train.conllu"), ewt_dev=str(data / "dev.conllu"),
                              wic=str(data / "wic"), lm_text=str(data / "lm.txt"), pipelines=[str(pipe)])
     result = run_probe(**tiny_model.config, settings=settings)
-    views = {"0", "1", "2", "mean"}
+    views = {"layer_0", "layer_1", "layer_2", "average"}
     for task in ("upos", "wic_cosine", "wic_lr"):
         assert set(result[task]) == views
         assert all(0 <= s["dev_accuracy"] <= 100 for s in result[task].values())
     assert set(result["wic_cosine_centred"]["scores"]) == views
-    assert result["contextuality"]["0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
+    assert result["contextuality"]["layer_0"]["self_similarity"] == pytest.approx(1.0, abs=1e-6)
     assert result["sizes"]["ewt"]["train_sentences"] == 10
     assert result["sizes"]["ewt"]["dev_tokens"] == sum(len(x.split()) for x in SENTENCES)
     assert set(result["splits"]) == {"upos", "wic_cosine", "wic_lr"}

@@ -54,11 +54,11 @@ def test_scores_per_layer_with_a_real_bilm(tmp_path, tiny_model):
     bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path)
     pairs, _ = wic.read_split(str(tmp_path), "train")
     cos = wic.pair_cosines(bilm, pairs)
-    assert set(cos) == {"0", "1", "2", "mean"}
-    numpy.testing.assert_allclose(cos["0"], 1.0, atol=1e-6)
-    assert (cos["2"] < 1 - 1e-4).all()  # the biLSTM layers see the context
+    assert set(cos) == {"layer_0", "layer_1", "layer_2", "average"}
+    numpy.testing.assert_allclose(cos["layer_0"], 1.0, atol=1e-6)
+    assert (cos["layer_2"] < 1 - 1e-4).all()  # the biLSTM layers see the context
     scores = wic.wic_scores(bilm, str(tmp_path))
-    for view in ("0", "1", "2", "mean"):
+    for view in ("layer_0", "layer_1", "layer_2", "average"):
         assert 0 <= scores[view]["dev_accuracy"] <= 100
         assert scores[view]["train_accuracy"] >= 50  # the tuned threshold is at least the majority
 
@@ -76,7 +76,7 @@ def test_against_another_model_with_paired_intervals(tmp_path, tiny_model):
                               items=True)
     b_scores = wic.wic_scores(BiLM.from_files(other.options_path, other.weights_path), str(tmp_path), items=True)
     same = wic.compare(a_scores, a_scores)
-    assert set(same) == {"0", "1", "2", "mean"}
+    assert set(same) == {"layer_0", "layer_1", "layer_2", "average"}
     for d in same.values():
         assert d["a"] == d["b"] and (d["difference"], d["low"], d["high"]) == (0.0, 0.0, 0.0)
         cv = d["train_cv"]
@@ -88,7 +88,7 @@ def test_against_another_model_with_paired_intervals(tmp_path, tiny_model):
         assert d["difference"] == pytest.approx(d["a"] - d["b"])
     table = wic.format_comparison(diff, "a-model", "b-model")
     assert "paired-bootstrap" in table and len(table.strip().splitlines()) == 2 + len(diff)
-    assert table.splitlines()[2].split()[:3] == ["0", f"{diff['0']['a']:.1f}", f"{diff['0']['b']:.1f}"]
+    assert table.splitlines()[2].split()[:3] == ["layer_0", f"{diff['layer_0']['a']:.1f}", f"{diff['layer_0']['b']:.1f}"]
     plain = wic.format_scores(a_scores, "a-model", tmp_path)
     assert len(plain.splitlines()) == 2 + len(a_scores) and str(tmp_path) in plain.splitlines()[0]
 
@@ -96,15 +96,16 @@ def test_against_another_model_with_paired_intervals(tmp_path, tiny_model):
 def test_compare_is_a_minus_b_per_view():
     """compare(): a minus b in points, from each model's own per-pair correctness (the random
     tiny models above score alike, so the direction is checked here on known items)."""
-    a = {"2": {"dev_accuracy": 75.0, "correct": numpy.array([True, True, True, False] * 10)},
-         "mean": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}}
-    b = {"2": {"dev_accuracy": 25.0, "correct": numpy.array([False, False, True, False] * 10)},
-         "mean": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}, "1": a["2"]}
+    a = {"layer_2": {"dev_accuracy": 75.0, "correct": numpy.array([True, True, True, False] * 10)},
+         "average": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}}
+    b = {"layer_2": {"dev_accuracy": 25.0, "correct": numpy.array([False, False, True, False] * 10)},
+         "average": {"dev_accuracy": 50.0, "correct": numpy.array([True, False] * 20)}, "layer_1": a["layer_2"]}
     diff = wic.compare(a, b)
-    assert set(diff) == {"2", "mean"}  # only the views both have
-    assert (diff["2"]["a"], diff["2"]["b"]) == (75.0, 25.0)
-    assert diff["2"]["difference"] == pytest.approx(50.0) and 0 < diff["2"]["low"] <= 50.0 <= diff["2"]["high"]
-    assert (diff["mean"]["difference"], diff["mean"]["low"], diff["mean"]["high"]) == (0.0, 0.0, 0.0)
+    assert set(diff) == {"layer_2", "average"}  # only the views both have
+    assert (diff["layer_2"]["a"], diff["layer_2"]["b"]) == (75.0, 25.0)
+    top = diff["layer_2"]
+    assert top["difference"] == pytest.approx(50.0) and 0 < top["low"] <= 50.0 <= top["high"]
+    assert (diff["average"]["difference"], diff["average"]["low"], diff["average"]["high"]) == (0.0, 0.0, 0.0)
 
 
 def test_cross_validated_threshold_scores_each_item_out_of_fold():

@@ -83,7 +83,7 @@ def test_average_and_layer_views(files):
     a, b = nlp0(TEXTS[0]), nlp0(TEXTS[1])
     numpy.testing.assert_array_equal(a[2].vector, a._.elmo.layers[0][2])
     assert a[2].similarity(b[4]) == pytest.approx(1.0, abs=1e-6)  # layer 0 is context-free
-    mix = make_nlp(files, vectors="average", store="mix")(TEXTS[0])
+    mix = make_nlp(files, vectors="average", store="average")(TEXTS[0])
     numpy.testing.assert_allclose(mix[2].vector, doc[2].vector, rtol=1e-6)
     top = make_nlp(files, vectors="top", store="top", dtype="float16")(TEXTS[0])
     assert top[2].vector.dtype == numpy.float32
@@ -93,7 +93,7 @@ def test_average_and_layer_views(files):
 @pytest.mark.parametrize("config, match", [
     ({"vectors": "bottom"}, "vectors = 'bottom'"),
     ({"vectors": "layer_1", "store": "top"}, "store = 'top'"),
-    ({"vectors": "top", "store": "mix"}, "must be null or 'average'"),
+    ({"vectors": "top", "store": "average"}, "must be null or 'average'"),
     ({"vectors": "top", "store": "none"}, "store = 'none'"),
 ])
 def test_bad_settings_raise(files, config, match):

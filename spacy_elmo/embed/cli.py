@@ -12,7 +12,7 @@ def embed_cli(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (packaged or downloaded) or "
                                         "directory (default: the packaged default)"),
     layers: str = typer.Option("all", "--layers",
-                               help="all | top | average | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
+                               help="all | top | average | layer_k | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
     dtype: str = typer.Option("float32", "--dtype", help="float32 or float16"),
     pretokenized: bool = typer.Option(False, "--pretokenized", help="Split on whitespace instead of spaCy's tokenizer"),
     lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),

@@ -151,7 +151,7 @@ def _model_args(model_dir, model, spec, dtype) -> dict:
     weights = os.path.join(model_dir, "weights.hdf5")
     wst = os.stat(weights) if os.path.isfile(weights) else None
     return {"model": model, "model_dir": os.path.abspath(model_dir), "weights_size": wst.st_size if wst else None,
-            "weights_mtime_ns": wst.st_mtime_ns if wst else None, "layers": spec.text, "dtype": dtype}
+            "weights_mtime_ns": wst.st_mtime_ns if wst else None, "layers": spec.name, "dtype": dtype}
 
 
 def _input_args(input_path, fmt, text_field) -> dict:

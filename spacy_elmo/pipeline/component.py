@@ -24,8 +24,9 @@ from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
+from ..layer_spec import parse as parse_layers
 from .bilm_config import DEFAULTS, check_bilm, section_of, settings_of
-from .data_classes import STORE_KINDS, ElmoData
+from .data_classes import ElmoData
 from .extensions import install_extensions
 from .layers.bilm_layer import get_bilm
 from .layers.doc_layers import bilm_of
@@ -55,27 +56,30 @@ def make_elmo(nlp: Language, name: str, model: Model, store: str = "all", dtype:
         ``precision`` ("float32" or "bfloat16", a runtime setting: override it at load time with
         ``spacy.load(path, config={"components": {name: {"model": {"precision": ...}}}})``;
         see :mod:`spacy_elmo.bilm.precision`). See :func:`.architectures.elmo_bilm_v1`.
-    store: what goes on ``doc._.elmo``: "all" layers (num_layers + 1, n, dim) (default; the only
-        choice allowed with listeners, which mix the layers themselves), "mix" (1, n, dim) the
-        uniform average of the layers, "top" (1, n, dim) the top biLSTM layer, or "none" (nothing;
-        e.g. to time the biLM). Memory per token: K * dim * 4 bytes (float32), K = 3 for "all"
-        with a 2-layer biLM.
+    store: what goes on ``doc._.elmo``, a layer spec (:mod:`spacy_elmo.layer_spec`) or "none":
+        "all" layers (num_layers + 1, n, dim) (default; the only choice allowed with listeners,
+        which mix the layers themselves); "average" (the uniform average of the layers), "top"
+        (the top biLSTM layer), "layer_k" or "mix:w0,...": (1, n, dim); "none": nothing (e.g.
+        to time the biLM). Memory per token: K * dim * 4 bytes (float32), K = 3 for "all" with a
+        2-layer biLM. Old spelling: "mix" for the average is an error that names "average".
     dtype: "float32" or "float16" for the stored layers (whatever ``precision`` the biLM runs in). With
         float16, listeners read the rounded layers at prediction time (training used float32).
-    vectors: null (default: spaCy's own ``.vector`` / ``.similarity``), or "top", "average" or
-        "layer_k": put that view of the contextual vectors behind ``token/span/doc.vector``,
-        ``has_vector``, ``vector_norm`` and ``similarity`` (spaCy user hooks; see
-        :mod:`.vector_hooks`). Must be among the stored layers (store "top": "top"; "mix": "average").
+    vectors: null (default: spaCy's own ``.vector`` / ``.similarity``), or a layer spec other
+        than "all" ("top", "average", "layer_k", "mix:..."): put that view of the contextual
+        vectors behind ``token/span/doc.vector``, ``has_vector``, ``vector_norm`` and
+        ``similarity`` (spaCy user hooks; see :mod:`.vector_hooks`). Must be among the stored
+        layers (with a store other than "all", the same spec).
 
     One ``elmo`` component per pipeline: adding a second one (any name) raises ElmoConfigError,
     since both would write the one ``doc._.elmo`` (see :func:`check_single_elmo`).
     """
     where = f"[components.{name}]"
     check_single_elmo(nlp, where)
-    for key, value, allowed in (("store", store, STORE_KINDS), ("dtype", dtype, DTYPES)):
-        if value not in allowed:
-            raise ValueError(f"{where} {key} = {value!r}: must be one of {list(allowed)}")
-    check_view(vectors, store, where)
+    if store != "none":
+        store = parse_layers(store, f"{where} store =").name
+    if dtype not in DTYPES:
+        raise ValueError(f"{where} dtype = {dtype!r}: must be one of {list(DTYPES)}")
+    vectors = check_view(vectors, store, where)
     doc_layers = check_bilm(model, where)
     bilm_of(doc_layers).attrs["source"]["where"] = f"[components.{name}.model]"  # errors on loading name it
     doc_layers.attrs["replace_listener_cfg"] = partial(replace_listener_cfg, settings_of(doc_layers))
@@ -191,16 +195,25 @@ class ElmoComponent(TrainablePipe):
         store, dtype, view = self.cfg["store"], self.cfg["dtype"], self.cfg.get("vectors")
         if store == "none":
             return
+        spec = parse_layers(store)
         for doc, arr in zip(docs, layers):
             if view:
                 check_layer(view, arr.shape[0], f"[components.{self.name}]")
-            if store == "mix":
-                arr = arr.mean(axis=0, keepdims=True)
-            elif store == "top":
-                arr = arr[-1:].copy()
+            arr = self._stored(spec, arr)
             doc._.elmo = ElmoData(arr.astype(dtype, copy=False), store)
             if view:
                 set_vector_hooks(doc, view, int(arr.shape[2]))
+
+    def _stored(self, spec, arr):
+        """What ``store`` keeps of one Doc's layers (K, n, dim): all of them, or the spec's view
+        as (1, n, dim), a copy (never a view of the batch's output)."""
+        if spec.stacked:
+            return arr
+        try:
+            out = spec.apply(arr)[None]
+        except ValueError as err:
+            raise ValueError(f"[components.{self.name}] store: {err}") from None
+        return out.copy() if spec.kind in ("top", "layer") else out
 
     # -- training ------------------------------------------------------------------------------
     def update(self, examples: Iterable[Example], *, drop: float = 0.0, sgd: Optional[Optimizer] = None,

@@ -14,7 +14,6 @@ import srsly
 from thinc.api import get_array_module
 from thinc.util import to_numpy
 
-STORE_KINDS = ("all", "mix", "top", "none")
 _MARK = "__spacy_elmo_data__"
 
 
@@ -25,8 +24,9 @@ class ElmoData:
     layers: array (K, n_tokens, dim), float32 or float16, numpy on CPU (cupy when computed on
         GPU; numpy after deserialization). ``K = num_layers + 1`` for ``store="all"`` (layer 0 =
         char-CNN token layer, layer j = biLSTM layer j, each ``[forward; backward]``); ``K = 1``
-        for ``store="mix"`` (uniform average of all layers) or ``store="top"`` (top biLSTM layer).
-    store: which of those ("all", "mix", "top").
+        for a single-vector store (``"average"``, ``"top"``, ``"layer_k"``, ``"mix:..."``; see
+        :mod:`spacy_elmo.layer_spec`).
+    store: which of those (the layer spec's name).
     offsets: int64 numpy (n_tokens, 2), the (start, end) character offsets of the tokens the rows
         belong to, or None (filled in from the Doc when the value is set or first read). When the
         Doc's tokens change (merged or split after ``elmo`` ran), the ``doc._.elmo`` /

@@ -5,8 +5,8 @@
 - ``token._.elmo``: array (K, dim) = ``doc._.elmo.layers[:, token.i]`` or None.
 - ``span._.elmo``: array (K, len(span), dim) = ``doc._.elmo.layers[:, span.start:span.end]`` or None.
 
-K = num_layers + 1 for ``store="all"``, 1 for ``"mix"`` / ``"top"``. The token and span values
-are views into the Doc's array (no copy).
+K = num_layers + 1 for ``store="all"``, 1 for a single-vector store (``"average"``, ``"top"``,
+...). The token and span values are views into the Doc's array (no copy).
 
 The rows always belong to the Doc's current tokens: if tokens were merged or split after the
 ``elmo`` component ran, the getters realign the stored rows first (a merged token gets the mean

@@ -8,9 +8,10 @@ installs spaCy's user hooks on each Doc it annotates (``doc.user_hooks``,
     doc[2].similarity(other[5])    # cosine of two contextual vectors
     doc.vector, doc[1:4].vector    # mean of the tokens' vectors (whitespace tokens left out)
 
-use the biLM's layers (``doc._.elmo``) instead of the vocabulary's static vectors. Views: "top"
-(the top biLSTM layer), "average" (the uniform mean of all L + 1 layers), "layer_k" (layer k,
-0 = char CNN). Whitespace tokens have no vector (``has_vector`` False, zero vector).
+use the biLM's layers (``doc._.elmo``) instead of the vocabulary's static vectors. Views are
+layer specs (:mod:`spacy_elmo.layer_spec`): "top" (the top biLSTM layer), "average" (the uniform
+mean of all L + 1 layers), "layer_k" (layer k, 0 = char CNN), "mix:w0,...". Whitespace tokens
+have no vector (``has_vector`` False, zero vector).
 
 Hooks and serialization. Every hook is a module-level function (pickled by reference), and the
 choice of view is stored in ``doc.user_data`` under :data:`SETTING_KEY`, not in the hooks:
@@ -23,8 +24,8 @@ spaCy's ``Span.vector_norm`` hook slot calls the ``vector`` hook (spaCy 3.7-3.8,
 ``span.pyx``), so no span ``vector_norm`` hook is installed: spaCy's own ``Span.vector_norm``
 computes the norm from the (hooked) ``Span.vector``.
 """
-import re
 import warnings
+from functools import lru_cache, partial
 from typing import Iterable, Iterator, Optional
 
 import numpy
@@ -32,37 +33,35 @@ from spacy.attrs import IS_SPACE
 from spacy.errors import Warnings
 from thinc.api import get_array_module
 
+from ..layer_spec import parse
+
 SETTING_KEY = ("spacy_elmo", "vectors", None, None)
-_LAYER = re.compile(r"layer_(\d+)")  # fullmatch
+_spec = lru_cache(maxsize=64)(partial(parse, where="vectors ="))
 
 
 def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Optional[str]:
-    """Validate a ``vectors`` setting against the component's ``store``. None (off), "top",
-    "average" or "layer_k" (k >= 0) with store "all"; "top" with store "top"; "average" with
-    store "mix". Raises ValueError naming ``where``, the value and what is allowed."""
+    """Validate a ``vectors`` setting against the component's ``store`` (both layer specs, see
+    :mod:`spacy_elmo.layer_spec`): None (off); with store "all", any spec but "all" ("top",
+    "average", "layer_k", "mix:..."); with a single-vector store, the same spec. Raises
+    ValueError naming ``where``, the value and what is allowed."""
     if view is None:
         return None
-    allowed = {"all": "'top', 'average' or 'layer_k' (k = 0..L)", "top": "'top'", "mix": "'average'", "none": "null"}
-    ok = {"all": view in ("top", "average") or bool(_LAYER.fullmatch(str(view))),
-          "top": view == "top", "mix": view == "average", "none": False}
-    if store not in ok or not ok[store]:
+    spec = parse(view, f"{where} vectors =")
+    if store == "none" or spec.stacked or (store != "all" and spec.name != parse(store).name):
+        allowed = {"all": "a layer spec other than 'all' (top, average, layer_k, mix:...)",
+                   "none": "null"}.get(store, repr(store))
         raise ValueError(f"{where} vectors = {view!r} with store = {store!r}: must be null or "
-                         f"{allowed.get(store, allowed['all'])} (the view must be among the stored layers)")
-    return view
+                         f"{allowed} (the view must be among the stored layers)")
+    return spec.name
 
 
 def select(layers, view: str):
     """float32 (..., dim) rows of one view from stored layers (K, ..., dim) (``ElmoData.layers``
-    or a token's (K, dim)). K = 1 (store "top" or "mix") holds the one view :func:`check_view`
+    or a token's (K, dim)). K = 1 (a single-vector store) holds the one view :func:`check_view`
     allows. Raises ValueError for a layer index beyond the K stored layers."""
     if layers.shape[0] == 1:
         return layers[0].astype("float32", copy=False)
-    if view == "average":
-        return layers.astype("float32").mean(axis=0)
-    k = layers.shape[0] - 1 if view == "top" else int(_LAYER.fullmatch(view).group(1))
-    if k >= layers.shape[0]:
-        raise ValueError(f"vectors = {view!r}: the biLM has layers 0..{layers.shape[0] - 1}")
-    return layers[k].astype("float32", copy=False)
+    return _spec(view).apply(layers)
 
 
 def set_vector_hooks(doc, view: str, width: Optional[int] = None) -> None:
@@ -187,7 +186,6 @@ def _norm(v) -> float:
 
 
 def check_layer(view: str, n_layers: int, where: str = "spacy_elmo") -> None:
-    """Raise ValueError naming ``where`` if ``view`` is "layer_k" with k >= n_layers (L + 1)."""
-    match = _LAYER.fullmatch(view)
-    if match and int(match.group(1)) >= n_layers:
-        raise ValueError(f"{where} vectors = {view!r}: the biLM has layers 0..{n_layers - 1}")
+    """Raise ValueError naming ``where`` if the view does not fit a biLM of ``n_layers``
+    stacked layers (layer_k with k >= n_layers, a mix with another weight count)."""
+    parse(view, f"{where} vectors =").validate(n_layers, f"{where} vectors =")

@@ -11,6 +11,7 @@ from .corpus import Split, map_types_to_words, resolve_paths, tokenize_corpus, t
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate
 from .export import load_model
+from .settings import training_settings
 
 
 def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50,
@@ -52,5 +53,5 @@ def run_scorer(run_dir: str, model_dir: Optional[str] = None) -> Tuple[dict, Cal
     lm, words = load_model(str(model_dir or out / "model"))
     char_table = type_char_ids(corpus["types"])
     type_to_word = map_types_to_words(corpus["types"], words)
-    batch_tokens = int(cfg["training"]["tokens_per_batch"])
+    batch_tokens = training_settings(cfg).tokens_per_batch
     return corpus, lambda split: evaluate(lm, split, char_table, type_to_word, 0, batch_tokens)

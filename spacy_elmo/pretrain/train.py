@@ -30,6 +30,7 @@ from .hardware import cpu_name, resolve_device, resolve_precision
 from .lm import LanguageModel, softmax_cutoffs
 from .memory import keep_freed_memory
 from .recurrent import cells_kind
+from .settings import TrainingSettings, training_settings
 from .widen import widened_state_dict, width_change
 
 __all__ = ["pretrain", "lr_factor", "make_lm", "evaluate", "prepare_corpus", "CHECKPOINT"]
@@ -94,13 +95,13 @@ def _warm_start(lm: LanguageModel, source_lm: LanguageModel, init_from: str) -> 
 def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
     """The training LanguageModel of a config, on its [training] device, and how it runs (for
     meta.json). Raises ValueError for an unknown or unavailable device or precision."""
-    t_cfg = cfg["training"]
-    impl = str(t_cfg.get("lstm_impl", "fused"))
-    device = resolve_device(str(t_cfg.get("device", "cpu")))
-    dtype, reason = resolve_precision(str(t_cfg.get("precision", "auto")), str(device))
+    s = training_settings(cfg)
+    impl = s.lstm_impl
+    device = resolve_device(s.device)
+    dtype, reason = resolve_precision(s.precision, str(device))
     if impl == "torch":
         dtype, reason = torch.float32, "float32 (lstm_impl = 'torch')"
-    compile_cells = bool(t_cfg.get("compile", False)) and impl == "fused" and device.type == "cpu"
+    compile_cells = s.compile and impl == "fused" and device.type == "cpu"
     lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), vocab_size, lstm_impl=impl, gemm_dtype=dtype,
                        compile=compile_cells).to(device)
     kept, dropped = softmax_cutoffs(cfg["softmax"]["cutoffs"], vocab_size)
@@ -135,7 +136,7 @@ def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool, 
 def _model_and_corpus(cfg, out: Path, resume: bool, progress: bool, ranks: distributed.Ranks):
     """(lm, words, corpus, run path for meta.json). A warm start's source is checked before the
     corpus is tokenised; rank 0 tokenises while the other ranks wait, then read its cache."""
-    init_from = cfg["training"].get("init_from") or None
+    init_from = training_settings(cfg).init_from
     lm = run_path = words = None
     if init_from:  # warm start: the source model's weights, LM head and vocabulary
         source_lm, words = _load_init_from(init_from)
@@ -197,9 +198,9 @@ def pretrain(
     """
     out = Path(output_dir)
     cfg = _run_config(out, config_path, overrides, resume, from_stable)
-    t_cfg = cfg["training"]
-    resolve_device(str(t_cfg.get("device", "cpu")))  # an unavailable device fails before any work
-    ranks = distributed.setup(str(t_cfg.get("device", "cpu")))
+    device = training_settings(cfg).device
+    resolve_device(device)  # an unavailable device fails before any work
+    ranks = distributed.setup(device)
     try:
         with keep_freed_memory():  # no page faults for each step's large tensors (see .memory)
             meta = _pretrain(out, cfg, ranks, resume, progress and ranks.is_main, command, stop_after, from_stable)
@@ -212,34 +213,17 @@ def pretrain(
 
 
 def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from_stable=False) -> dict:
-    t_cfg = cfg["training"]
-    if int(t_cfg.get("threads", 0)):
-        torch.set_num_threads(int(t_cfg["threads"]))
-    seed = int(t_cfg["seed"])
-    torch.manual_seed(seed + RANK_SEED_STRIDE * ranks.rank)
+    s = training_settings(cfg)
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    torch.manual_seed(s.seed + RANK_SEED_STRIDE * ranks.rank)
     lm, words, corpus, run_path = _model_and_corpus(cfg, out, resume, progress, ranks)
-    train, heldout = corpus["train"], corpus["heldout"]
     if ranks.is_main:
-        _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
-             f"{heldout.n_tokens:,} held-out tokens; {len(corpus['types']):,} types; softmax vocabulary {len(words):,}")
-    optimizer = torch.optim.Adam(lm.parameters(), lr=float(t_cfg["learning_rate"]))
-    max_steps = int(t_cfg["max_steps"])
+        _log_corpus(corpus, words)
+    optimizer = torch.optim.Adam(lm.parameters(), lr=s.learning_rate)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,
-        lambda s: lr_factor(s, int(t_cfg.get("warmup_steps", 0)), max_steps, float(t_cfg.get("final_lr_fraction", 1.0)),
-                            int(t_cfg.get("decay_steps", 0))),
-    )
-    state = checkpoint.new_state()
-    if resume:
-        path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
-        state = checkpoint.load(path, lm, optimizer, sched, restore_rng=ranks.is_main)
-        if from_stable:
-            _check_extends_stable_phase(t_cfg, state["step"])
-        if ranks.is_main:
-            _log(f"Resumed from {path} at step {state['step']:,} ({state['tokens']:,} tokens)")
-            if max_steps and state["step"] >= max_steps:
-                _log(f"[training] max_steps = {max_steps:,} is not above step {state['step']:,}: no training "
-                     f"steps, only the final evaluation and export")
+        optimizer, lambda step: lr_factor(step, s.warmup_steps, s.max_steps, s.final_lr_fraction, s.decay_steps))
+    state = _resume(out, s, lm, optimizer, sched, ranks, from_stable) if resume else checkpoint.new_state()
     if ranks.is_main:  # only once corpus, model and checkpoint are ready: a failed start changes no config
         out.mkdir(parents=True, exist_ok=True)
         cfg.to_disk(out / "config.cfg")
@@ -250,15 +234,34 @@ def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from
     return _train_loop(run, progress, stop_after)
 
 
-def _check_extends_stable_phase(t_cfg, step: int) -> None:
+def _log_corpus(corpus: dict, words) -> None:
+    train, heldout = corpus["train"], corpus["heldout"]
+    _log(f"Corpus: {train.n_tokens:,} training tokens in {len(train):,} sentences; "
+         f"{heldout.n_tokens:,} held-out tokens; {len(corpus['types']):,} types; softmax vocabulary {len(words):,}")
+
+
+def _resume(out: Path, s: TrainingSettings, lm, optimizer, sched, ranks, from_stable: bool) -> dict:
+    """The checkpoint's state (model, optimizer and schedule restored in place)."""
+    path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
+    state = checkpoint.load(path, lm, optimizer, sched, restore_rng=ranks.is_main)
+    if from_stable:
+        _check_extends_stable_phase(s, state["step"])
+    if ranks.is_main:
+        _log(f"Resumed from {path} at step {state['step']:,} ({state['tokens']:,} tokens)")
+        if s.max_steps and state["step"] >= s.max_steps:
+            _log(f"[training] max_steps = {s.max_steps:,} is not above step {state['step']:,}: no training "
+                 f"steps, only the final evaluation and export")
+    return state
+
+
+def _check_extends_stable_phase(s: TrainingSettings, step: int) -> None:
     """A stable checkpoint continues only into a schedule whose decay starts at or after it."""
-    start = decay_start_step(int(t_cfg.get("warmup_steps", 0)), int(t_cfg["max_steps"]),
-                             int(t_cfg.get("decay_steps", 0)))
-    if not int(t_cfg.get("decay_steps", 0)) or start < step:
+    start = decay_start_step(s.warmup_steps, s.max_steps, s.decay_steps)
+    if not s.decay_steps or start < step:
         raise ValueError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] max_steps = "
-                         f"{int(t_cfg['max_steps']):,} with decay_steps = {int(t_cfg.get('decay_steps', 0)):,} starts "
+                         f"{s.max_steps:,} with decay_steps = {s.decay_steps:,} starts "
                          f"the decay at step {start:,}: raise max_steps to at least "
-                         f"{step + int(t_cfg.get('decay_steps', 0)):,}")
+                         f"{step + s.decay_steps:,}")
 
 
 class _Run:
@@ -269,9 +272,9 @@ class _Run:
         self.out, self.cfg, self.lm, self.model = out, cfg, lm, model
         self.optimizer, self.sched, self.state = optimizer, sched, state
         self.corpus, self.words, self.ranks = corpus, words, ranks
-        t_cfg = cfg["training"]
-        self.tpb = int(t_cfg["tokens_per_batch"])
-        self.grad_clip = float(t_cfg.get("grad_clip", 0))
+        self.settings = training_settings(cfg)
+        self.tpb = self.settings.tokens_per_batch
+        self.grad_clip = self.settings.grad_clip
 
     def _batch(self, ids, split=None):
         c = self.corpus
@@ -306,10 +309,9 @@ class _Run:
     def keep_stable(self) -> None:
         """At the last full-rate step of a schedule with decay_steps: keep the state as
         checkpoint-stable.pt (--resume --from-stable continues the stable phase from it)."""
-        t_cfg = self.cfg["training"]
-        decay_steps = int(t_cfg.get("decay_steps", 0))
-        start = decay_start_step(int(t_cfg.get("warmup_steps", 0)), int(t_cfg["max_steps"]), decay_steps)
-        if self.ranks.is_main and decay_steps and self.state["step"] == start < int(t_cfg["max_steps"]):
+        s = self.settings
+        start = decay_start_step(s.warmup_steps, s.max_steps, s.decay_steps)
+        if self.ranks.is_main and s.decay_steps and self.state["step"] == start < s.max_steps:
             checkpoint.save(self.out / STABLE_CHECKPOINT, self.lm, self.optimizer, self.sched, self.state)
             _log(f"\nstep {start:,}: the decay begins; stable-phase state kept as {self.out / STABLE_CHECKPOINT}")
 
@@ -331,100 +333,153 @@ def _stop_flags(stop: dict, started: float, stint_seconds: float, ranks) -> Tupl
     return bool(flags[0]), bool(flags[1])
 
 
+LIMIT, STINT = "limit", "stint"  # why the steps ended: a stopping rule, or the end of a stint
+
+
+class _Loop:
+    """The loop's own state: stop rules, signals, clocks, the progress bar and its window."""
+
+    def __init__(self, run: "_Run", progress: bool, stop_after: Optional[int]):
+        self.run, self.s, self.stop_after = run, run.settings, stop_after
+        self.per_step = self.s.accumulate_batches * run.ranks.world  # batches of the epoch one step takes
+        self.started = self.last_ckpt = time.time()
+        self.stop = {"signal": None}
+        self.bar = _progress_bar(self.s.max_steps, run.state["step"]) if progress else None
+        self.window = _new_window()
+
+    def on_signal(self, signum, frame) -> None:
+        self.stop["signal"] = signum
+
+    def close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def reason_to_stop(self) -> Optional[str]:
+        """LIMIT (max_steps / max_tokens / max_minutes reached), STINT (``stop_after`` steps or
+        ``stop_after_minutes``) or None. Raises KeyboardInterrupt when a signal arrived (on any rank)."""
+        state, s = self.run.state, self.s
+        if (s.max_steps and state["step"] >= s.max_steps) or (s.max_tokens and state["tokens"] >= s.max_tokens):
+            return LIMIT
+        if s.max_minutes and state["seconds"] >= 60 * s.max_minutes:
+            return LIMIT
+        signalled, stint_over = _stop_flags(self.stop, self.started, s.stint_seconds, self.run.ranks)
+        if signalled:
+            raise KeyboardInterrupt
+        if stint_over or (self.stop_after is not None and state["step"] >= self.stop_after):
+            return STINT
+        return None
+
+    def step(self, batches: List) -> None:
+        """One optimizer step on the next ``per_step`` batches of the epoch, then the progress
+        bar, the periodic held-out evaluation and the periodic checkpoint."""
+        run, state, ranks, per_rank = self.run, self.run.state, self.run.ranks, self.s.accumulate_batches
+        run.keep_stable()
+        group = batches[state["batch"]: state["batch"] + self.per_step]
+        n_tok, nll, dt = run.step(group[ranks.rank * per_rank: (ranks.rank + 1) * per_rank])
+        state["step"] += 1
+        state["batch"] += self.per_step
+        state["tokens"] += n_tok
+        state["seconds"] += dt
+        self._show(n_tok, nll, dt)
+        if ranks.is_main and self.s.eval_every_steps and state["step"] % self.s.eval_every_steps == 0:
+            _periodic_eval(run, self.s.eval_tokens)
+        if ranks.is_main and time.time() - self.last_ckpt >= self.s.checkpoint_seconds:
+            run.checkpoint()
+            self.last_ckpt = time.time()
+
+    def _show(self, n_tok: int, nll: float, dt: float) -> None:
+        w = self.window
+        self.window = {"tokens": w["tokens"] + n_tok, "time": w["time"] + dt, "nll": w["nll"] + nll,
+                       "n": w["n"] + 2 * n_tok}
+        if self.bar is not None:
+            self.bar.update(1)
+            if self.run.state["step"] % 10 == 0:
+                _show(self.bar, self.window, self.run.state)
+                self.window = _new_window()
+
+    def epoch_batches(self) -> List:
+        """The current epoch's batches. Raises ValueError if one step takes more than an epoch has."""
+        run = self.run
+        batches = epoch_batches(run.corpus["train"], run.tpb, self.s.seed, run.state["epoch"])
+        if len(batches) < self.per_step:
+            raise ValueError(f"An epoch has {len(batches)} batches, fewer than one step takes "
+                             f"({run.ranks.world} rank(s) x accumulate_batches {self.s.accumulate_batches}): use a "
+                             "larger corpus or smaller [training] tokens_per_batch")
+        return batches
+
+    def steps(self) -> str:
+        """Optimizer steps, epoch after epoch, until a reason to stop (LIMIT or STINT)."""
+        state = self.run.state
+        while True:
+            batches = self.epoch_batches()
+            while state["batch"] + self.per_step <= len(batches):
+                reason = self.reason_to_stop()
+                if reason:
+                    return reason
+                self.step(batches)
+            state["epoch"] += 1
+            state["batch"] = 0
+
+
+def _new_window() -> dict:
+    return {"tokens": 0, "time": 0.0, "nll": 0.0, "n": 0}
+
+
+def _progress_bar(max_steps: int, initial: int):
+    from tqdm import tqdm
+
+    return tqdm(total=max_steps or None, initial=initial, unit="step", dynamic_ncols=True, file=sys.stderr)
+
+
+def _periodic_eval(run: "_Run", eval_tokens: int) -> None:
+    """Held-out perplexity on ``eval_tokens`` tokens, kept in the state's history (none without
+    a held-out slice)."""
+    state = run.state
+    if not len(run.corpus["heldout"]):
+        return
+    ev = run.evaluate(eval_tokens)
+    ev.update(step=state["step"], tokens_seen=state["tokens"])
+    state["history"].append(ev)
+    _log(f"\nstep {state['step']:,}: held-out perplexity {ev['perplexity']:.1f} "
+         f"(fwd {ev['forward']:.1f}, bwd {ev['backward']:.1f}, {ev['tokens']:,} tokens)")
+
+
 def _train_loop(run: _Run, progress: bool, stop_after: Optional[int]) -> dict:
     """Optimizer steps until max_steps / max_tokens / max_minutes (then a full held-out evaluation
     and the final export), a stint's end (``stop_after`` steps or ``stop_after_minutes``:
     checkpoint, no evaluation), or SIGINT / SIGTERM (checkpoint, then KeyboardInterrupt)."""
-    state, t_cfg, ranks = run.state, run.cfg["training"], run.ranks
-    max_steps, max_tokens = int(t_cfg["max_steps"]), int(t_cfg.get("max_tokens", 0))
-    max_minutes = float(t_cfg.get("max_minutes", 0))
-    stint_seconds = 60.0 * float(t_cfg.get("stop_after_minutes", 0))
-    ckpt_seconds = 60.0 * float(t_cfg.get("checkpoint_minutes", 5))
-    eval_every, eval_tokens = int(t_cfg.get("eval_every_steps", 0)), int(t_cfg.get("eval_tokens", 0))
-    per_rank = int(t_cfg.get("accumulate_batches", 1))
-    per_step = per_rank * ranks.world  # batches of the epoch's list that one optimizer step takes
-    seed, train = int(t_cfg["seed"]), run.corpus["train"]
-    started = last_ckpt = time.time()
-    stop = {"signal": None}
-
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-
-    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    loop = _Loop(run, progress, stop_after)
+    old_handlers = {s: signal.signal(s, loop.on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     run.lm.train()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=max_steps or None, initial=state["step"], unit="step", dynamic_ncols=True, file=sys.stderr)
-    window = {"tokens": 0, "time": 0.0, "nll": 0.0, "n": 0}
     try:
-        while True:
-            batches = epoch_batches(train, run.tpb, seed, state["epoch"])
-            if len(batches) < per_step:
-                raise ValueError(f"An epoch has {len(batches)} batches, fewer than one step takes "
-                                 f"({ranks.world} rank(s) x accumulate_batches {per_rank}): use a larger corpus "
-                                 "or smaller [training] tokens_per_batch")
-            while state["batch"] + per_step <= len(batches):
-                if (max_steps and state["step"] >= max_steps) or (max_tokens and state["tokens"] >= max_tokens):
-                    raise StopIteration
-                if max_minutes and state["seconds"] >= 60 * max_minutes:
-                    raise StopIteration
-                signalled, stint_over = _stop_flags(stop, started, stint_seconds, ranks)
-                if signalled:
-                    raise KeyboardInterrupt
-                if stint_over or (stop_after is not None and state["step"] >= stop_after):
-                    if bar is not None:
-                        bar.close()
-                    run.checkpoint()
-                    return run.meta()
-                run.keep_stable()
-                group = batches[state["batch"]: state["batch"] + per_step]
-                n_tok, nll, dt = run.step(group[ranks.rank * per_rank: (ranks.rank + 1) * per_rank])
-                state["step"] += 1
-                state["batch"] += per_step
-                state["tokens"] += n_tok
-                state["seconds"] += dt
-                window = {"tokens": window["tokens"] + n_tok, "time": window["time"] + dt,
-                          "nll": window["nll"] + nll, "n": window["n"] + 2 * n_tok}
-                if bar is not None:
-                    bar.update(1)
-                    if state["step"] % 10 == 0:
-                        _show(bar, window, state)
-                        window = {"tokens": 0, "time": 0.0, "nll": 0.0, "n": 0}
-                if ranks.is_main and eval_every and state["step"] % eval_every == 0 and len(run.corpus["heldout"]):
-                    ev = run.evaluate(eval_tokens)
-                    ev.update(step=state["step"], tokens_seen=state["tokens"])
-                    state["history"].append(ev)
-                    _log(f"\nstep {state['step']:,}: held-out perplexity {ev['perplexity']:.1f} "
-                         f"(fwd {ev['forward']:.1f}, bwd {ev['backward']:.1f}, {ev['tokens']:,} tokens)")
-                if ranks.is_main and time.time() - last_ckpt >= ckpt_seconds:
-                    run.checkpoint()
-                    last_ckpt = time.time()
-            state["epoch"] += 1
-            state["batch"] = 0
-    except StopIteration:
-        pass
+        if loop.steps() == STINT:
+            loop.close_bar()
+            run.checkpoint()
+            return run.meta()
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
+        loop.close_bar()
         run.checkpoint()
-        if ranks.is_main:
-            _log(f"Interrupted: checkpoint saved at step {state['step']:,}; continue with --resume")
+        if run.ranks.is_main:
+            _log(f"Interrupted: checkpoint saved at step {run.state['step']:,}; continue with --resume")
         raise
     finally:
         for s, h in old_handlers.items():
             signal.signal(s, h)
-    if bar is not None:
-        bar.close()
-    final = None
-    if ranks.is_main and len(run.corpus["heldout"]):
+    loop.close_bar()
+    return _finish(run)
+
+
+def _finish(run: _Run) -> dict:
+    """The end of training: a full held-out evaluation (rank 0, with a held-out slice), the last
+    checkpoint and the exported model; returns the meta."""
+    state, final = run.state, None
+    if run.ranks.is_main and len(run.corpus["heldout"]):
         final = run.evaluate(0)
         final.update(step=state["step"], tokens_seen=state["tokens"], full_heldout=True)
         _log(f"Held-out perplexity {final['perplexity']:.2f} (fwd {final['forward']:.2f}, "
              f"bwd {final['backward']:.2f}) on {final['tokens']:,} tokens")
     run.checkpoint(final)
-    if ranks.is_main:
+    if run.ranks.is_main:
         _log(f"Model written to {run.out / 'model'}")
     return run.meta(final)
 

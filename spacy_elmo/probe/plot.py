@@ -2,7 +2,7 @@
 (a) probe accuracy by layer, syntax (UPOS) above and word sense (WiC) below, with the per-layer
 values of Peters et al. (2018, Tables 5-6) marked; (b) the learned layer weights s_j of every
 listener of each trained pipeline, against the uniform mix."""
-from .views import MEAN
+from .views import view_names
 
 SENSE = [("wic_cosine", "WiC: cosine, threshold tuned on train", "tab:orange", "o"),
          ("wic_lr", "WiC: logistic regression on [u*v, |u-v|]", "tab:red", "s")]
@@ -11,7 +11,7 @@ SENSE = [("wic_cosine", "WiC: cosine, threshold tuned on train", "tab:orange", "
 def _x(result: dict):
     """x positions and tick labels of the views: layers 0..L, then the average after a gap."""
     L = result["model"]["num_layers"]
-    keys = [str(j) for j in range(L + 1)] + [MEAN]
+    keys = list(view_names(L))
     xs = list(range(L + 1)) + [L + 1.4]
     labels = ["0\nchar CNN"] + [f"{j}\nbiLSTM {j}" for j in range(1, L + 1)] + ["average\nof layers"]
     return keys, xs, labels
@@ -35,7 +35,7 @@ def _line(ax, result: dict, task: str, label: str, color: str, marker: str, dx: 
 
 def _reference(ax, result: dict, key: str, label: str, color: str) -> None:
     ref = result["reference"][key]["layers"]
-    xs = [int(j) for j in ref]
+    xs = [int(j.split("_")[1]) for j in ref]
     ys = list(ref.values())
     ax.plot(xs, ys, marker="*", markersize=13, color=color, linestyle=":", markerfacecolor="white", label=label)
     for x, y in zip(xs, ys):

@@ -3,11 +3,11 @@ import json
 from pathlib import Path
 from typing import Dict, List
 
-from .views import MEAN, view_label
+from .views import view_label, view_names
 
 
 def _layer_views(result: dict) -> List[str]:
-    return [str(j) for j in range(result["model"]["num_layers"] + 1)] + [MEAN]
+    return list(view_names(result["model"]["num_layers"]))
 
 
 def _cell(scores: Dict[str, dict], view: str, key: str = "dev_accuracy", fmt: str = "{:.1f}") -> str:
@@ -62,7 +62,7 @@ def _probe_table(result: dict) -> List[str]:
              "| anisotropy | self-sim. | self-sim. - aniso. | intra-sent. | intra-sent. - aniso. |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for view in _layer_views(result):
-        label = view_label(view) + (" (char CNN)" if view == "0" else "")
+        label = view_label(view) + (" (char CNN)" if view == "layer_0" else "")
         c = ctx[view]
         lines.append(f"| {label} | {_cell(result['upos'], view, fmt='{:.2f}')} | {_cell(result['wic_cosine'], view)} "
                      f"| {_cell(centred, view)} | {_cell(result['wic_lr'], view)} | {c['anisotropy']:.3f} "
@@ -70,8 +70,9 @@ def _probe_table(result: dict) -> List[str]:
                      f"| {c['intra_sentence_adjusted']:.3f} |")
     ref = result["reference"]
     lines.append(f"| Peters et al. 2018, layer 1 / 2 "
-                 f"| {ref['upos']['layers']['1']} / {ref['upos']['layers']['2']} (PTB POS) "
-                 f"| - | - | {ref['wsd']['layers']['1']} / {ref['wsd']['layers']['2']} (WSD F1, not WiC) | | | | | |")
+                 f"| {ref['upos']['layers']['layer_1']} / {ref['upos']['layers']['layer_2']} (PTB POS) "
+                 f"| - | - | {ref['wsd']['layers']['layer_1']} / {ref['wsd']['layers']['layer_2']} (WSD F1, not WiC) "
+                 f"| | | | | |")
     return lines
 
 
@@ -103,7 +104,7 @@ def markdown(result: dict) -> str:
              f"{sz['ewt']['dev_sentences']:,} dev sentences ({sz['ewt']['dev_tokens']:,} tokens); WiC "
              f"{sz['wic']['train_pairs']:,} train / {sz['wic']['dev_pairs']:,} dev pairs; contextuality on "
              f"{sz['contextuality']['sentences']:,} EWT dev sentences ({sz['contextuality']['tokens']:,} tokens, "
-             f"{result['contextuality']['0']['words']} words in >= 5 sentences)"
+             f"{result['contextuality']['layer_0']['words']} words in >= 5 sentences)"
              + (f"; layer means from {centred['means_from']}." if centred else "."),
              f"Time: {t['total']:.0f} s in all ({', '.join(f'{k} {v:.0f} s' for k, v in t.items() if k != 'total')}); "
              f"torch threads {result['environment']['torch_threads']}, "

@@ -22,8 +22,8 @@ from .mixes import pipeline_mixes
 
 # Peters et al. 2018, Tables 5 and 6: per-layer probes of the 2-layer biLM (layer 1 vs layer 2).
 REFERENCE = {
-    "upos": {"task": "POS tagging, PTB (accuracy)", "layers": {"1": 97.3, "2": 96.8}},
-    "wsd": {"task": "WSD, SemEval all-words / SemCor 3.0 (F1)", "layers": {"1": 67.4, "2": 69.0}},
+    "upos": {"task": "POS tagging, PTB (accuracy)", "layers": {"layer_1": 97.3, "layer_2": 96.8}},
+    "wsd": {"task": "WSD, SemEval all-words / SemCor 3.0 (F1)", "layers": {"layer_1": 67.4, "layer_2": 69.0}},
 }
 
 
@@ -186,7 +186,7 @@ def _splits(tasks: dict, num_layers: int, seed: int) -> Optional[dict]:
     """{task: stats.layer_split(...)}: layer 1 against the top layer (None for a 1-layer biLM)."""
     if num_layers < 2:
         return None
-    return {task: stats.layer_split(scores, str(num_layers), seed) for task, scores in tasks.items()}
+    return {task: stats.layer_split(scores, f"layer_{num_layers}", seed) for task, scores in tasks.items()}
 
 
 def _describe_model(bilm, model, options_path, weights_path) -> dict:

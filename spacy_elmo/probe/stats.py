@@ -32,9 +32,9 @@ def paired_difference(correct_a: numpy.ndarray, correct_b: numpy.ndarray, seed: 
 def layer_split(scores: Dict[str, dict], top: str, seed: int = 0) -> Dict[str, float]:
     """Layer 1 against the top layer for one task: {"layer_1", "layer_top" (dev accuracy, %),
     "difference", "low", "high" (layer 1 minus top, points, 95% interval)}. ``scores``: {view:
-    {"dev_accuracy", "correct"}} as the probes return them."""
-    diff = paired_difference(scores["1"]["correct"], scores[top]["correct"], seed)
-    return {"layer_1": scores["1"]["dev_accuracy"], "layer_top": scores[top]["dev_accuracy"], **diff}
+    {"dev_accuracy", "correct"}} as the probes return them (views "layer_1", ``top``)."""
+    diff = paired_difference(scores["layer_1"]["correct"], scores[top]["correct"], seed)
+    return {"layer_1": scores["layer_1"]["dev_accuracy"], "layer_top": scores[top]["dev_accuracy"], **diff}
 
 
 def strip_items(scores: Dict[str, dict]) -> Dict[str, dict]:

@@ -1,20 +1,38 @@
-"""The views a probe scores: each biLM layer alone and the uniform layer average."""
-from typing import Dict
+"""The views a probe scores: each biLM layer alone and the uniform layer average, keyed by their
+layer spec names (:mod:`spacy_elmo.layer_spec`): "layer_0".."layer_L", "average"."""
+from typing import Dict, Sequence
 
 import numpy
 
-MEAN = "mean"
+from ..layer_spec import layer_names, parse
+
+AVERAGE = "average"
 
 
-def views(vecs: numpy.ndarray) -> Dict[str, numpy.ndarray]:
-    """{view: (..., dim)} of (..., L + 1, dim) vectors: "0".."L" (layer j alone; 0 = char CNN)
-    and "mean" (the uniform average of the L + 1 layers, ELMo's eq. 1 with s_j = 1 / (L + 1),
-    gamma = 1). Layer views are numpy views (no copy)."""
-    out = {str(k): vecs[..., k, :] for k in range(vecs.shape[-2])}
-    out[MEAN] = vecs.mean(axis=-2)
-    return out
+def view_names(num_layers: int) -> Sequence[str]:
+    """The view keys of a biLM with ``num_layers`` biLSTM layers: layer_0..layer_L, average."""
+    return layer_names(num_layers + 1) + (AVERAGE,)
+
+
+def views(vecs: numpy.ndarray, specs: Sequence[str] = ()) -> Dict[str, numpy.ndarray]:
+    """{spec name: (..., dim)} of (..., L + 1, dim) vectors (the layer axis second to last), the
+    view :meth:`LayerSpec.apply` gives. ``specs``: the layer specs (default: :func:`view_names`,
+    i.e. layer_j alone, 0 = char CNN, and "average", ELMo's eq. 1 with s_j = 1 / (L + 1),
+    gamma = 1). Layer views are numpy views (no copy). Raises LayerSpecError for a bad spec."""
+    stacked = numpy.moveaxis(vecs, -2, 0)
+    chosen = [parse(s, "probe view") for s in (specs or view_names(vecs.shape[-2] - 1))]
+    return {spec.name: spec.apply(stacked) for spec in chosen}
+
+
+def top_view(keys) -> str:
+    """The highest "layer_k" among view keys (the top biLSTM layer). Raises ValueError if there
+    is none."""
+    layers = [k for k in keys if k.startswith("layer_") and k[6:].isdigit()]
+    if not layers:
+        raise ValueError(f"no layer_k view among {sorted(keys)}")
+    return max(layers, key=lambda k: int(k[6:]))
 
 
 def view_label(view: str) -> str:
-    """Human label of a view key: "0" -> "layer 0", "mean" -> "average"."""
-    return "average" if view == MEAN else f"layer {view}"
+    """Human label of a view key: "layer_0" -> "layer 0", "average" -> "average"."""
+    return view.replace("_", " ")

@@ -71,7 +71,7 @@ def cosine(a: numpy.ndarray, b: numpy.ndarray) -> numpy.ndarray:
 
 def vector_cosines(pair_vecs: numpy.ndarray, center: Optional[numpy.ndarray] = None) -> Dict[str, numpy.ndarray]:
     """{view: (n_pairs,) cosine} of (2, n_pairs, L + 1, dim) pair vectors (:func:`pair_vectors`);
-    views "0".."L" (layers) and "mean" (the layer average). ``center``: optional (L + 1, dim)
+    views "layer_0".."layer_L" and "average" (:mod:`.views`). ``center``: optional (L + 1, dim)
     mean vectors subtracted from each layer first (:mod:`.centering`)."""
     if center is not None:
         pair_vecs = pair_vecs - center

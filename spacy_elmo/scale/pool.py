@@ -38,7 +38,7 @@ def pool_size(actors, num_cpus, num_gpus, n_blocks: int) -> int:
 def actor_kwargs(p, output, batch_size, num_cpus, num_gpus, mode, tokenizer) -> Dict:
     """ShardEmbedder's constructor arguments for the embed Plan ``p`` (the test hook from
     $SPACY_ELMO_SCALE_TEST_KILL)."""
-    return {"model": p.model, "layer_spec": p.spec.text, "dtype": p.args["dtype"],
+    return {"model": p.model, "layer_spec": p.spec.name, "dtype": p.args["dtype"],
             "output_dir": os.path.abspath(output), "args": p.args, "batch_size": batch_size, "num_cpus": num_cpus,
             "num_gpus": num_gpus, "mode": mode, "tokenizer": tokenizer, "kill_marker": os.environ.get(KILL_ENV)}
 

@@ -183,7 +183,7 @@ def _group_rows(groups, done: List[Dict], summary: Dict) -> List[Dict]:
 
 def _finish(output: str, entries: List[Dict], p, source: str, expected: Optional[int]) -> Dict:
     try:
-        m = _manifest.build(entries, p.args, p.model, p.spec.text, p.args["dtype"], p.lstm["n_layers"],
+        m = _manifest.build(entries, p.args, p.model, p.spec.name, p.args["dtype"], p.lstm["n_layers"],
                             2 * p.lstm["projection_dim"], source, expected)
     except ValueError as err:
         raise ScaleError(str(err)) from None
