@@ -556,7 +556,7 @@ def _command(cxx: str, src: Path, out: Path) -> list:
 
 
 def _build() -> Path:
-    """The library's path, compiled first if this machine has no copy for this source yet."""
+    """The library's path, compiled first if the build cache has no copy for this source yet."""
     from ..hub.cache import cache_dir
 
     cxx = _compiler()
