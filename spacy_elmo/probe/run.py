@@ -27,7 +27,8 @@ REFERENCE = {
 
 @dataclass
 class ProbeSettings:
-    """Subset sizes (0 = all), paths (None = the ``../shared`` defaults) and run options."""
+    """Subset sizes (0 = all), paths (None = the files of the shared data folder,
+    :mod:`spacy_elmo.shared_data`) and run options."""
 
     train_sentences: int = 3000   # seeded subset of EWT train for the UPOS probe
     dev_sentences: int = 0        # EWT dev for scoring (0 = all 2,001)
