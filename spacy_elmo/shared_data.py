@@ -1,7 +1,7 @@
 """Where the data that do not ship with the package live: the ``shared`` folder.
 
-``$SPACY_ELMO_SHARED`` wins; otherwise ``../shared`` beside the repository root (right for an
-editable install, ``pip install -e .``), else ``../shared`` beside the current directory. The
+``$SPACY_ELMO_SHARED`` wins; otherwise a folder ``shared`` beside the repository root (right for
+an editable install, ``pip install -e .``), else one beside the current directory. The
 one place that resolves it: the probe, the tests, the benchmarks, the dev scripts and the
 project's ``scripts/copy_assets.py`` all ask here. Nothing here checks that a path exists; the
 readers raise FileNotFoundError naming the file, the tests skip.
