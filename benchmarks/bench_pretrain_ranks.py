@@ -11,7 +11,7 @@ excluded) and the full held-out perplexity of the slice after the same number of
 Conditions (``--conditions``, default all):
 
 - ``torch-1x2``: the first trainer (``lstm_impl = "torch"``, float32), 1 process x 2 threads
-  (the baseline of issue 10's throughput target);
+  (the baseline of the throughput comparison);
 - ``native-1x2``: the native trainer (``fused``, ``precision = "auto"``), 1 process x 2 threads;
 - ``native-2x1``: the native trainer, 2 ranks x 1 thread, each rank a batch of
   ``--tokens-per-batch`` (a step takes twice the tokens);

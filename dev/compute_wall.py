@@ -8,8 +8,8 @@ OUT: default docs/img/en_elmo_small_compute_wall.png.
 Prints, per lineage, a power law of full held-out perplexity in tokens seen,
 log(ppl) = a + b * log(tokens) (least squares over the lineage's candidates at its current width:
 a widening warm start changes the curve), with no irreducible term, so its extrapolation is the
-optimistic one: the tokens at which it reaches the issue's target perplexity 50, and the hours
-that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 cores in session 10,
+optimistic one: the tokens at which it reaches the target perplexity 50, and the hours
+that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 cores,
 11.2M tokens in 71 minutes including its evaluations). Then, over all candidates, the
 least-squares slope of WiC dev accuracy against log2(tokens) (points per doubling of tokens) with
 its 95% interval (Student t, n - 2 degrees of freedom), for the top layer and the layer average.
@@ -31,7 +31,7 @@ DEFAULT_RECORD = os.path.join(HERE, "default_model_candidates.json")
 DEFAULT_OUT = os.path.join(ROOT, "docs", "img", "en_elmo_small_compute_wall.png")
 TARGET_PPL, TARGET_WIC = 50.0, 57.0
 TOP = "layer_2"  # the record's key of the top layer (a 2-layer biLM: layer_0 char CNN, layer_1, layer_2)
-PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho-Collados 2019; issue 10
+PUBLISHED_ELMO_WIC, RANDOM_BILM_WIC = 57.7, 53.8  # WiC test: Pilehvar & Camacho-Collados 2019
 
 
 def load_record(path: str) -> dict:

@@ -7,7 +7,7 @@
    sentences (syntactic words of ../shared/data/ud_en_ewt/en_ewt-ud-dev.conllu, all 2,001 unless
    ``--sentences``) twice, ``BiLM(precision="float32")`` and ``BiLM(precision="bfloat16")``; for
    every token and layer, the cosine of the bfloat16 vector to the float32 one. Prints per
-   layer the minimum, mean and the count below 0.999 (the issue's bound), and the worst token
+   layer the minimum, mean and the count below 0.999 (the acceptance bound), and the worst token
    (text, sentence, position, layer, cosine, its sentence).
 2. Tagger (``--tagger``, default training/tagger-ewt-elmo/model-best when it exists; ``--tagger
    none`` skips): the trained pipeline loaded twice, its ``elmo`` component's precision set by a

@@ -133,7 +133,7 @@ def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[
         lines += [bilm, ""]
     lines += [
         "Dev scores from `spacy evaluate` (gold tokenization); words/s is spaCy's evaluation speed",
-        "of the whole pipeline on this machine (for ELMo configs it includes running the biLM).",
+        "of the whole pipeline on the machine that ran it (for ELMo configs it includes running the biLM).",
         "",
         "| Component | Data (dev) | Config | UPOS acc | NER P | NER R | NER F1 | words/s |",
         "|---|---|---|---:|---:|---:|---:|---:|",

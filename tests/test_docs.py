@@ -136,3 +136,17 @@ def test_readme_setup_commands_are_what_ci_runs():
 
 def test_readme_stays_short():
     assert len((REPO / "README.md").read_text(encoding="utf-8").splitlines()) <= 300
+
+
+def test_component_page_shows_the_filled_defaults():
+    """docs/component.md's config block is what spaCy fills in for a bare ``add_pipe("elmo")``."""
+    import spacy
+    from spacy.util import load_config_from_str
+
+    text = (REPO / "docs" / "component.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```ini\n(.*?)```", text, re.S) if "[components.elmo.model]" in b]
+    assert len(blocks) == 1
+    shown = load_config_from_str("[components]\n" + blocks[0])["components"]["elmo"]
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo")
+    assert shown == nlp.config["components"]["elmo"]

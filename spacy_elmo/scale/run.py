@@ -22,7 +22,7 @@ from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_module
 def connect(address: Optional[str] = None) -> bool:
     """Use the running Ray if ``ray.init`` was already called, else ``ray.init(address)``:
     None or "local" starts a local cluster (or joins $RAY_ADDRESS), "auto" joins the cluster of
-    this machine, "HOST:PORT" or "ray://HOST:PORT" a remote one. Returns True if it called
+    the local machine, "HOST:PORT" or "ray://HOST:PORT" a remote one. Returns True if it called
     ray.init (the caller shuts it down). Raises ImportError, ConnectionError."""
     ray, _ = ray_modules()
     if ray.is_initialized():
