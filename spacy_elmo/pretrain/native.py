@@ -99,7 +99,7 @@ def _command(cxx: str, src: Path, out: Path) -> list:
 
 
 def _build() -> Path:
-    """The library's path, compiled first if this machine has no copy for these sources yet."""
+    """The library's path, compiled first if the kernel cache has no copy for these sources yet."""
     cxx = _compiler()
     if not cxx:
         raise RuntimeError("no C++ compiler found (set CXX)")
