@@ -160,6 +160,20 @@ def _senses(dst: Path) -> dict:
     return {"blind_1nn": nn["words"], "blind_1nn_mean": nn["mean"]}
 
 
+def shipped_config(text: str) -> str:
+    """The run's config.cfg as it ships: ``[corpus] paths`` name the corpus files (their base
+    names; meta.json records their sizes), not where they lay on the training machine."""
+    out, section = [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("["):
+            section = line.strip()
+        elif section == "[corpus]" and line.startswith("paths = "):
+            paths = json.loads(line[len("paths = "):])
+            line = f"paths = {json.dumps([Path(p).name for p in paths])}\n"
+        out.append(line)
+    return "".join(out)
+
+
 def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False, demo: Optional[str] = None) -> None:
     src = Path(run_dir)
     dst = ROOT / "spacy_elmo" / "models" / name
@@ -190,7 +204,8 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False, demo:
     if demo:
         meta["evaluation"]["demo"] = _demo(Path(demo))
     (dst / "meta.json").write_text(json.dumps(meta, indent=2))
-    shutil.copy2(src / "config.cfg", dst / "config.cfg")
+    (dst / "config.cfg").write_text(shipped_config((src / "config.cfg").read_text(encoding="utf-8")),
+                                    encoding="utf-8")
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")
     size = sum(p.stat().st_size for p in dst.iterdir()) / 2 ** 20
     print(f"{dst}: {size:.1f} MB; steps {meta['training']['steps']}, tokens {meta['training']['tokens_seen']:,}, "
