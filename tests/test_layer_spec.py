@@ -70,6 +70,7 @@ def test_names_round_trip():
     ("mix:1,x", "'x' is not a number"),
     ("mix:1,inf", "'inf' is not finite"),
     (3, "--layers 3: expected a string"),
+    ("layer_1\n", r"--layers 'layer_1\n': expected all"),  # names are matched whole
 ])
 def test_bad_specs_raise_one_line_errors(text, message):
     with pytest.raises(LayerSpecError) as err:
