@@ -35,7 +35,7 @@ def test_a_pin_with_a_newline_is_refused():
 
 def test_vector_views_and_shard_names_are_matched_whole(tmp_path):
     assert vector_hooks.check_view("layer_1", "all") == "layer_1"
-    with pytest.raises(ValueError, match="must be null or 'top', 'average' or 'layer_k'"):
+    with pytest.raises(ValueError, match="expected all, top, average, layer_k or mix"):
         vector_hooks.check_view("layer_1\n", "all")
     name = "shard-000000000-000000009.hdf5"
     (tmp_path / name).write_bytes(b"")
