@@ -1,10 +1,9 @@
 """docs/packaging.md states what ``spacy package`` does with a pipeline that uses the elmo
 component: the requirement it adds, and that a meta.json requirement replaces it."""
-import configparser
-
 from spacy.cli.package import get_third_party_dependencies
 from thinc.api import Config
 
+import spacy_elmo
 import spacy_elmo.pipeline  # noqa: F401  (registers the factory)
 
 from helpers import REPO
@@ -20,9 +19,7 @@ factory = "elmo"
 
 
 def test_the_documented_requirement_is_what_spacy_package_adds():
-    version = configparser.ConfigParser()
-    version.read(REPO / "setup.cfg")
-    major, minor, _ = version["metadata"]["version"].split(".")
+    major, minor, _ = spacy_elmo.__version__.split(".")
     pin = f"spacy-elmo>={major}.{minor}.0,<{major}.{int(minor) + 1}.0"
     config = Config().from_str(CONFIG)
     assert get_third_party_dependencies(config) == [pin]

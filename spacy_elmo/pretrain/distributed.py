@@ -48,12 +48,33 @@ def setup(device: str) -> Ranks:
 
 def wrap(lm: torch.nn.Module, ranks: Ranks) -> torch.nn.Module:
     """The module to run forward passes through: DistributedDataParallel around ``lm`` (which
-    averages gradients in backward) when there are several ranks, else ``lm`` itself. Unused
-    parameters are allowed: a batch may have no word in a softmax tail's cluster."""
+    averages gradients in backward) when there are several ranks, else ``lm`` itself.
+
+    The only parameters a step can leave unused are those of a softmax tail cluster in which no
+    target of a rank's batches falls. With several ranks the LanguageModel puts every cluster
+    into each loss's graph (weight 0: exact zero gradients, which DDP's average treats as it
+    treats a rank that did not use them), so ``find_unused_parameters`` is off (no graph search
+    each step); :func:`drop_unused_clusters` then restores None gradients for clusters no rank
+    used, as one process has them (Adam skips those parameters)."""
     if ranks.world == 1:
         return lm
+    lm.all_clusters_in_graph = True
     device_ids = [lm.device.index] if lm.device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(lm, device_ids=device_ids, find_unused_parameters=True)
+    return torch.nn.parallel.DistributedDataParallel(lm, device_ids=device_ids, find_unused_parameters=False)
+
+
+def drop_unused_clusters(lm: torch.nn.Module, ranks: Ranks) -> None:
+    """After a step's backward passes with several ranks: set the gradients of the softmax tail
+    clusters that no rank's targets used since the last call to None (one all-reduce of
+    n_clusters values), and reset the record. A no-op with one rank."""
+    used, lm.clusters_used = getattr(lm, "clusters_used", None), None
+    if ranks.world == 1 or used is None:
+        return
+    counts = sum_across(used.to(torch.float64).cpu(), ranks)
+    for i, tail in enumerate(lm.softmax.tail):
+        if counts[i] == 0:
+            for p in tail.parameters():
+                p.grad = None
 
 
 def sum_across(values: torch.Tensor, ranks: Ranks) -> torch.Tensor:

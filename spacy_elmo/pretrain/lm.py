@@ -19,7 +19,7 @@ parameters under the same names either way (checkpoints are interchangeable):
 - ``"torch"``: ``torch.nn.LSTM(proj_size=...)``, the trainer of the first release (float32).
 """
 import warnings
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -182,6 +182,25 @@ class LanguageModel(nn.Module):
         # fused_adaptive_nll)
         cells = self.forward_lstms[0].cells if lstm_impl == "fused" else None
         self.native_ops = cells.ops if isinstance(cells, NativeRecurrence) else None
+        # Data-parallel training (:mod:`.distributed`): every tail cluster joins each loss's graph
+        # (with weight 0 when no target falls in it), and the clusters that had targets since the
+        # last reset are recorded, so DDP needs no search for unused parameters.
+        self.all_clusters_in_graph = False
+        self.clusters_used: Optional[torch.Tensor] = None
+
+    def _touch_unused_clusters(self, target: torch.Tensor) -> torch.Tensor:
+        """0 (a float32 scalar on the graph) times the parameters of each tail cluster without a
+        target in ``target``: their gradients become exact zeros instead of None, as DDP's
+        averaging treats a parameter unused on one rank. ORs the clusters with targets into
+        ``clusters_used`` ((n_clusters,) bool)."""
+        cut = self.softmax.cutoffs
+        used = torch.stack([((target >= cut[i]) & (target < cut[i + 1])).any()
+                            for i in range(len(self.softmax.tail))])
+        self.clusters_used = used if self.clusters_used is None else self.clusters_used | used
+        zero = target.new_zeros((), dtype=torch.float32)
+        for i in (~used).nonzero().flatten().tolist():
+            zero = zero + sum(p.sum() for p in self.softmax.tail[i].parameters()) * 0.0
+        return zero
 
     def options(self) -> dict:
         """options.json of the exported biLM (bilm-tf layout)."""
@@ -270,6 +289,8 @@ class LanguageModel(nn.Module):
             with self._autocast():
                 nll = adaptive_nll(self.softmax, x, target)
             loss = nll.mean()
+        if self.all_clusters_in_graph and torch.is_grad_enabled():
+            loss = loss + self._touch_unused_clusters(target)
         return {
             "loss": loss,
             "fwd_nll": nll[:n_fwd].sum().detach(),

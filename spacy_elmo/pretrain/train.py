@@ -295,6 +295,7 @@ class _Run:
                 loss.backward()
             n_tok += int(result["fwd_count"])
             nll += float(result["fwd_nll"] + result["bwd_nll"])
+        distributed.drop_unused_clusters(self.lm, self.ranks)
         if self.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.lm.parameters(), self.grad_clip)
         self.optimizer.step()
