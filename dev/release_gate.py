@@ -157,15 +157,24 @@ def main(argv=None) -> int:
     from spacy_elmo.bilm import BiLM
 
     torch.set_num_threads(1)
-    shipped, candidate = BiLM.from_pretrained(args.shipped), BiLM.from_pretrained(args.candidate)
-    result = {"perplexity": heldout(args.run, args.shipped, args.candidate), "wic": wic(shipped, candidate)}
-    nn_c, nn_s = blind_nn(candidate), blind_nn(shipped)
-    result["blind_1nn"] = {"candidate": nn_c, "shipped": nn_s, "pass": nn_c["mean"] >= nn_s["mean"] - NN_MARGIN}
-    if args.demo_candidate and args.demo_shipped:
-        result["demo"] = demo(args.demo_candidate, args.demo_shipped)
+    result = {}
+
+    def part(name, value):  # each part is printed and saved as soon as it is measured
+        result[name] = value
+        print(f"{name}: {'pass' if value['pass'] else 'FAIL'}", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
+
     mb = size_mb(args.candidate)
-    result["size"] = {"mb": mb, "pass": mb <= LIMIT_MB}
-    result["pass"] = all(part["pass"] for part in result.values() if isinstance(part, dict)) and "demo" in result
+    part("size", {"mb": mb, "pass": mb <= LIMIT_MB})
+    if args.demo_candidate and args.demo_shipped:
+        part("demo", demo(args.demo_candidate, args.demo_shipped))
+    part("perplexity", heldout(args.run, args.shipped, args.candidate))
+    shipped, candidate = BiLM.from_pretrained(args.shipped), BiLM.from_pretrained(args.candidate)
+    part("wic", wic(shipped, candidate))
+    nn_c, nn_s = blind_nn(candidate), blind_nn(shipped)
+    part("blind_1nn", {"candidate": nn_c, "shipped": nn_s, "pass": nn_c["mean"] >= nn_s["mean"] - NN_MARGIN})
+    result["pass"] = all(p["pass"] for p in result.values() if isinstance(p, dict)) and "demo" in result
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2), encoding="utf-8")
     _print(result)
