@@ -19,7 +19,7 @@ def embed_cli(
     fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
     text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text (or a list of tokens)"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per biLM call"),
-    group_mb: float = typer.Option(64.0, "--group-mb", min=0,
+    group_mb: float = typer.Option(64.0, "--group-mb", min=0, max=100_000,
                                    help="MB of float32 output per group (journal part; one shard with --ray)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
     max_tokens: int = typer.Option(100_000, "--max-tokens-per-line", min=1,
@@ -32,9 +32,9 @@ def embed_cli(
                                       "alone: a local cluster"),
     actors: Optional[int] = typer.Option(None, "--actors", min=1, help="With --ray: actors in the pool "
                                          "(default: cluster CPUs / --cpus-per-actor)"),
-    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", min=0,
+    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", min=0, max=4096,
                                          help="With --ray: CPUs (= torch threads) per actor"),
-    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", min=0,
+    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", min=0, max=64,
                                          help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
 ):
     """ELMo vectors of every line into HDF5: one dataset per line (by index) + sentence_to_index."""
