@@ -14,7 +14,8 @@ def _run(argv):
 @pytest.mark.parametrize("argv, message", [
     (["pretrain", "--bogus-option"], "No such option '--bogus-option' (OUTPUT_DIR may not start with '-'"),
     (["pretrain", "-x", "--training.max_steps", "1"], "No such option '-x'"),
-    (["pretrain", "OUT", "--foo.bar", "1"], "[foo]: unknown section (--foo.bar)"),
+    (["pretrain", "OUT", "--foo.bar", "1"], "[foo]: unknown section (--foo.bar); known sections: corpus, vocab, "
+                                            "model, softmax, training. Config overrides are"),
 ])
 def test_pretrain_unknown_options_start_nothing(argv, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

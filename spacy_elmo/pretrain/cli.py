@@ -43,7 +43,9 @@ def pretrain_cli(
     try:
         overrides = parse_command_line(str(output_dir), ctx.args)
     except ValueError as err:
-        typer.echo(f"error: {err} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).", err=True)
+        end = "" if str(err).endswith((".", "?")) else "."
+        typer.echo(f"error: {err}{end} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).",
+                   err=True)
         raise typer.Exit(2)
     try:
         pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
