@@ -88,7 +88,8 @@ def test_against_another_model_with_paired_intervals(tmp_path, tiny_model):
         assert d["difference"] == pytest.approx(d["a"] - d["b"])
     table = wic.format_comparison(diff, "a-model", "b-model")
     assert "paired-bootstrap" in table and len(table.strip().splitlines()) == 2 + len(diff)
-    assert table.splitlines()[2].split()[:3] == ["layer_0", f"{diff['layer_0']['a']:.1f}", f"{diff['layer_0']['b']:.1f}"]
+    first = diff["layer_0"]
+    assert table.splitlines()[2].split()[:3] == ["layer_0", f"{first['a']:.1f}", f"{first['b']:.1f}"]
     plain = wic.format_scores(a_scores, "a-model", tmp_path)
     assert len(plain.splitlines()) == 2 + len(a_scores) and str(tmp_path) in plain.splitlines()[0]
 
