@@ -88,13 +88,27 @@ def _commands(meta: dict) -> str:
     for k, stage in enumerate(_stages(meta)):
         t = stage["training"]
         start = "from scratch" if k == 0 else "warm-started from the stage above"
-        lines.append(f"{k + 1}. {t['steps']:,} steps, {t['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
         cmds = t.get("commands") or []
+        for name, (old, new) in next((c["path"]["widened"] for c in cmds if c.get("path", {}).get("widened")),
+                                     {}).items():
+            start += f" (its {name} widened from {old} to {new}, function-preserving: pretrain/widen.py)"
+        lines.append(f"{k + 1}. {t['steps']:,} steps, {t['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
         for c in cmds:
-            lines.append(f"   - from step {c.get('at_step', 0):,}: `{' '.join(c['command'])}`")
+            lines.append(f"   - from step {c.get('at_step', 0):,}: `{' '.join(_shown(c['command']))}`")
         if not cmds:
             lines.append("   - (commands not recorded)")
     return "\n".join(lines)
+
+
+def _shown(command: List[str]) -> List[str]:
+    """A recorded command as the card shows it: an absolute OUTPUT_DIR becomes ``training/NAME``
+    (where the run lay on its machine says nothing about how to reproduce it)."""
+    out = list(command)
+    if "pretrain" in out:
+        i = out.index("pretrain") + 1
+        if i < len(out) and out[i].startswith("/"):
+            out[i] = f"training/{Path(out[i]).name}"
+    return out
 
 
 def _wic_table(meta: dict) -> str:

@@ -27,7 +27,7 @@ from .layers.scalar_mix import ScalarMix
 @registry.architectures("spacy_elmo.ElmoBiLM.v1")
 def elmo_bilm_v1(name: Optional[str] = DEFAULT_MODEL, options_path: Optional[str] = None,
                  weights_path: Optional[str] = None, window_tokens: int = 128, batch_size: int = 64,
-                 cache_mb: float = 1024, cache_dtype: str = "float32", threads: Union[int, str] = "auto",
+                 cache_mb: float = 2048, cache_dtype: str = "float32", threads: Union[int, str] = "auto",
                  precision: str = "float32") -> Model[List[Doc], List[Floats3d]]:
     """The biLM: Docs -> one float32 array (num_layers + 1, len(doc), dim) per Doc.
 

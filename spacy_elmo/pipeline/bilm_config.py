@@ -28,7 +28,7 @@ ARCHITECTURE = "spacy_elmo.ElmoBiLM.v1"
 WHERE = f"[{ARCHITECTURE}]"
 # The ElmoBiLM.v1 keys and their defaults (the factory's DEFAULT_CONFIG and Elmo.v1 use these).
 DEFAULTS: Dict[str, Any] = {"name": DEFAULT_MODEL, "options_path": None, "weights_path": None, "window_tokens": 128,
-                            "batch_size": 64, "cache_mb": 1024, "cache_dtype": "float32", "threads": "auto",
+                            "batch_size": 64, "cache_mb": 2048, "cache_dtype": "float32", "threads": "auto",
                             "precision": "float32"}
 SETTINGS_ATTR = "elmo_bilm_settings"
 

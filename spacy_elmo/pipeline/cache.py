@@ -28,11 +28,11 @@ dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passe
   It admits sentences until full, then admits no more (no eviction): spaCy reshuffles the
   training set every epoch, and through an LRU of C < N entries a reshuffled pass over N
   sentences hits ~C^2 / 2N^2 of the time (3% at C = N / 4), while keeping the first C hits C / N.
-- Memory per token, 2-layer biLM with dim 256 (``en_elmo_small``): 3 x 256 x 4 = 3,072 bytes in
-  float32 (1,536 in float16), plus ~60-70 bytes of key and 1 KB / n_tokens of bookkeeping. The
-  component's default 1,024 MB hold ~320,000 tokens in float32: UD English-EWT train + dev
+- Memory per token, 2-layer biLM with dim 512 (``en_elmo_small``): 3 x 512 x 4 = 6,144 bytes in
+  float32 (3,072 in float16), plus ~60-70 bytes of key and 1 KB / n_tokens of bookkeeping. The
+  component's default 2,048 MB hold ~330,000 tokens in float32: UD English-EWT train + dev
   (229k tokens) or CoNLL-2003 train + dev (255k); float16 doubles that. An original-size biLM
-  (dim 1024) takes 4x as much per token.
+  (dim 1024) takes 2x as much per token.
 - Never serialized: a copy or an unpickled model starts empty, with the same capacity.
 
 """
