@@ -137,3 +137,13 @@ def tiny_corpus_overrides(run_dir, sentences: int = 60) -> dict:
                       "training.eval_every_steps": 0, "training.lstm_impl": "torch", "training.compile": False,
                       "training.threads": 1})
     return overrides
+
+
+def write_corpus(path, sentences: Sequence[str], n_lines: int) -> str:
+    """A gzip text corpus at ``path``: ``n_lines`` lines cycling through ``sentences``."""
+    import gzip
+
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for i in range(n_lines):
+            f.write(sentences[i % len(sentences)] + "\n")
+    return str(path)

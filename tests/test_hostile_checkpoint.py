@@ -1,6 +1,5 @@
 """A planted checkpoint.pt: ``pretrain --resume`` reads it with ``weights_only=True`` and refuses
 any pickled object other than tensors and plain types, before it can run."""
-import gzip
 import os
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import torch
 from spacy_elmo.pretrain import checkpoint
 from spacy_elmo.pretrain.train import pretrain
 
+from helpers import write_corpus
 from test_pretrain import SENTENCES, _overrides
 
 
@@ -26,11 +26,7 @@ class _Planted:
 
 @pytest.fixture()
 def corpus(tmp_path):
-    path = tmp_path / "text.txt.gz"
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for i in range(200):
-            f.write(SENTENCES[i % len(SENTENCES)] + "\n")
-    return str(path)
+    return write_corpus(tmp_path / "text.txt.gz", SENTENCES, 200)
 
 
 def _plant(path, marker):

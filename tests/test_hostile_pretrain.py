@@ -10,16 +10,13 @@ from spacy_elmo.pretrain.export import load_model
 from spacy_elmo.pretrain.lm import softmax_cutoffs
 from spacy_elmo.pretrain.train import pretrain
 
+from helpers import write_corpus
 from test_pretrain import SENTENCES, _overrides
 
 
 @pytest.fixture()
 def corpus(tmp_path):
-    path = tmp_path / "text.txt.gz"
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for i in range(400):
-            f.write(SENTENCES[i % len(SENTENCES)] + "\n")
-    return str(path)
+    return write_corpus(tmp_path / "text.txt.gz", SENTENCES, 400)
 
 
 def test_default_cutoffs_with_a_small_vocabulary(corpus, tmp_path, capsys):
