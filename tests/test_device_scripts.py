@@ -252,3 +252,18 @@ def test_n_process_on_cuda_is_refused_in_a_forked_child(monkeypatch):
     threads.check_device(torch.device("cpu"))
     with pytest.raises(ElmoConfigError, match="which cannot use CUDA; on a GPU use n_process=1"):
         threads.check_device(torch.device("cuda:0"))
+
+
+def test_stint_config_has_the_shipped_model_shape():
+    """scripts/device/stint.cfg warm-starts from en_elmo_small: its [model] is that model's shape
+    (a narrower projection than the model's could not be initialised from it)."""
+    from spacy_elmo.pretrain.config import load_config
+
+    cfg = load_config(REPO / "scripts" / "device" / "stint.cfg")
+    options = json.loads((REPO / "spacy_elmo" / "models" / "en_elmo_small" / "options.json").read_text())
+    model = cfg["model"]
+    assert cfg["training"]["init_from"] == "spacy_elmo/models/en_elmo_small"
+    assert (model["lstm_dim"], model["projection_dim"], model["n_layers"]) == (
+        options["lstm"]["dim"], options["lstm"]["projection_dim"], options["lstm"]["n_layers"])
+    assert [list(f) for f in model["filters"]] == options["char_cnn"]["filters"]
+    assert model["n_highway"] == options["char_cnn"]["n_highway"]

@@ -219,12 +219,18 @@ def _corpus_from_cache(cache_dir: str) -> dict:
 
 
 def _corpus_from_text(lines: int) -> dict:
-    """Tokenise (spaCy) the first ``lines`` lines of each file of en_elmo_small's [corpus]."""
+    """Tokenise (spaCy) the first ``lines`` lines of each file of en_elmo_small's [corpus] (files
+    named there, read from the shared data folder's ``data/lm/``: dev/shared_data.py)."""
     from spacy_elmo.pretrain.config import load_config
     from spacy_elmo.pretrain.corpus_cache import prepare_corpus
 
-    cfg = load_config(REPO / "spacy_elmo" / "models" / "en_elmo_small" / "config.cfg",
-                      {"corpus.max_lines_per_file": lines})
+    sys.path.insert(0, str(REPO / "dev"))
+    from shared_data import shared_dir
+
+    model_cfg = REPO / "spacy_elmo" / "models" / "en_elmo_small" / "config.cfg"
+    names = load_config(model_cfg)["corpus"]["paths"]  # the model's corpus files, by name
+    paths = [str(shared_dir() / "data" / "lm" / Path(name).name) for name in names]
+    cfg = load_config(model_cfg, {"corpus.max_lines_per_file": lines, "corpus.paths": paths})
     with tempfile.TemporaryDirectory() as tmp:
         corpus = prepare_corpus(cfg, Path(tmp), progress=False)
     corpus["section"] = dict(cfg["corpus"])
