@@ -2,7 +2,7 @@
 
 usage: python benchmarks/bench_memory.py [--docs 100000] [--every 10000] [--path {pipe,bilm,spacy}]
            [--batch-size 64] [--store all] [--model NAME_OR_DIR] [--threads 1] [--seed 0]
-           [--text FILE[.gz]] [--no-buckets] [--trim] [--json]
+           [--text FILE[.gz] | --distinct] [--no-buckets] [--trim] [--json]
 
 --path pipe (default): ``nlp = spacy.blank("en"); nlp.add_pipe("elmo", config={"store": ...})``,
 then ``for doc in nlp.pipe(texts, batch_size=64): pass`` (no Doc is kept).
@@ -15,7 +15,9 @@ synthetic vocabulary of 20,000 words (1-15 letters, some capitalised, numbers, p
 spaCy's own vocabulary (which grows with every new string, as in any spaCy pipeline) is full
 after a few thousand docs and what remains is our growth. ``--text FILE`` reads docs from a text
 file instead (one doc per line, 10-30 whitespace tokens kept; cycled); real text keeps adding new
-strings to ``nlp.vocab``.
+strings to ``nlp.vocab``. ``--distinct``: every token is a word never seen before in the run
+(lower-case letters, 1-15 long as above; deterministic by ``--seed``, no set of seen words kept), so
+spaCy's string store grows with every token: the worst case of real text.
 
 Every ``--every`` docs it prints docs, VmRSS (MiB, from /proc/self/status, else psutil), the
 change since the first checkpoint, docs/s (and, on the spaCy paths, the size of
@@ -88,6 +90,32 @@ def synthetic_docs(seed: int):
     vocab = synthetic_vocab(rng)
     while True:
         yield [rng.choice(vocab) for _ in range(rng.randint(10, 30))]
+
+
+def distinct_words(seed: int):
+    """Endless stream of distinct lower-case words. Word i of length L is the L-letter base-26
+    number ``(i * A_L + B_L) mod 26**L`` (A_L coprime to 26: a permutation, so no word repeats);
+    lengths are drawn as in :func:`synthetic_vocab`, moving to the next once one is used up."""
+    rng = random.Random(seed)
+    units = [c for c in range(1, 26, 2) if c != 13]  # residues coprime to 26
+    affine = {n: (26 * rng.randrange(26 ** 14) + rng.choice(units), rng.randrange(26 ** 15)) for n in range(1, 40)}
+    used = {}  # length -> words of that length given so far
+    while True:
+        n = min(15, 1 + int(rng.expovariate(1 / 5)))
+        while used.get(n, 0) >= 26 ** n:
+            n += 1
+        i = used[n] = used.get(n, 0) + 1
+        a, b = affine[n]
+        k = (i * a + b) % 26 ** n
+        yield "".join(chr(97 + (k // 26 ** j) % 26) for j in range(n))
+
+
+def distinct_docs(seed: int):
+    """Endless stream of docs, each 10-30 words of :func:`distinct_words` (no word twice)."""
+    rng = random.Random(seed)
+    words = distinct_words(seed + 1)
+    while True:
+        yield [next(words) for _ in range(rng.randint(10, 30))]
 
 
 def file_docs(path: str):
@@ -176,6 +204,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--text", default=None, help="read docs from this text file (.gz ok) instead")
+    ap.add_argument("--distinct", action="store_true", help="every token a word never seen before")
     ap.add_argument("--no-buckets", action="store_true", help="oneDNN row bucketing off (the old behaviour)")
     ap.add_argument("--trim", action="store_true", help="also report RSS after malloc_trim(0)")
     ap.add_argument("--json", action="store_true", help="print one JSON line at the end, nothing else")
@@ -188,11 +217,14 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     if args.no_buckets:
         onednn.set_row_buckets(False)
-    docs = file_docs(args.text) if args.text else synthetic_docs(args.seed)
+    if args.text and args.distinct:
+        ap.error("--text and --distinct exclude each other")
+    docs = file_docs(args.text) if args.text else (distinct_docs if args.distinct else synthetic_docs)(args.seed)
     counter = Checkpoints(args.every, args.docs, args.trim, args.json)
     if not args.json:
+        source = args.text or ("distinct" if args.distinct else "synthetic")
         print(f"# path={args.path} batch_size={args.batch_size} store={args.store} threads={args.threads} "
-              f"row_buckets={not args.no_buckets} docs={args.text or 'synthetic'} torch={torch.__version__}")
+              f"row_buckets={not args.no_buckets} docs={source} torch={torch.__version__}")
     try:
         (run_bilm if args.path == "bilm" else run_pipe)(docs, args, counter)
     except Checkpoints.Done:

@@ -130,3 +130,20 @@ def test_rss_grows_without_row_buckets():
     assert _growth(report, 1) > 60, report
     if report["malloc_trim"]:
         assert _growth(report, 2) > 50, report
+
+
+def test_distinct_docs_never_repeat_a_word():
+    """``bench_memory.py --distinct``: no token twice over 20,000 docs, the same stream for a seed."""
+    sys.path.insert(0, os.path.dirname(BENCH))
+    try:
+        import bench_memory
+    finally:
+        sys.path.pop(0)
+    docs = bench_memory.distinct_docs(3)
+    words = [w for _ in range(20000) for w in next(docs)]
+    assert len(words) > 300000 and len(set(words)) == len(words)
+    assert all(w.isalpha() and w.islower() and 1 <= len(w) <= 15 for w in words)
+    assert 5 <= sum(map(len, words)) / len(words) <= 8
+    again = bench_memory.distinct_docs(3)
+    assert next(again) == words[: len(next(bench_memory.distinct_docs(3)))]
+    assert next(bench_memory.distinct_docs(4)) != next(bench_memory.distinct_docs(3))
