@@ -113,10 +113,15 @@ def bilm_summary(name_or_path: Optional[str]) -> Optional[str]:
         return f"ELMo biLM: `{name_or_path}` (no meta.json found)."
     parts = []
     training = meta.get("training") or {}
-    if training.get("tokens_seen"):
-        parts.append(f"{training['tokens_seen'] / 1e6:.1f}M training tokens seen")
-    if training.get("steps"):
-        parts.append(f"{training['steps']:,} steps")
+    lineage = training.get("lineage_tokens")
+    if lineage and lineage != training.get("tokens_seen"):  # warm-started: the last stage, then all stages
+        parts.append(f"{training['steps']:,} steps and {training['tokens_seen'] / 1e6:.1f}M tokens in its last "
+                     f"stage, {lineage / 1e6:.1f}M training tokens seen through all warm starts")
+    else:
+        if training.get("tokens_seen"):
+            parts.append(f"{training['tokens_seen'] / 1e6:.1f}M training tokens seen")
+        if training.get("steps"):
+            parts.append(f"{training['steps']:,} steps")
     heldout = meta.get("heldout") or {}
     if heldout.get("perplexity"):
         parts.append(f"held-out perplexity {heldout['perplexity']:.1f}")

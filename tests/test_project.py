@@ -406,6 +406,10 @@ def test_report_describes_the_bilm(tmp_path):
                                            "heldout": {"perplexity": 87.25}, "parameters": {"biLM": 5_380_320}})
     line = report.bilm_summary(str(model))
     assert "15.3M training tokens seen" in line and "7,000 steps" in line and "perplexity 87.2" in line
+    srsly.write_json(model / "meta.json", {"training": {"tokens_seen": 15_300_000, "steps": 7000,
+                                                        "lineage_tokens": 52_900_000}})
+    line = report.bilm_summary(str(model))  # warm-started: the last stage and the whole lineage
+    assert "7,000 steps and 15.3M tokens in its last stage" in line and "52.9M training tokens seen through all" in line
     assert "no meta.json" in report.bilm_summary(str(tmp_path / "missing"))
     assert report.bilm_summary(None) is None
 
