@@ -3,8 +3,9 @@ input can cause: a model, corpus, data or checkpoint file, a config or option va
 argument, an environment setting, a download, an argument of the Python API of the wrong type or
 shape (re-exported as ``spacy_elmo.ElmoError``; it lives here because ``bilm/`` imports nothing of
 the package outside itself). A plain builtin error is left only for an internal invariant that no
-input reaches (a self-check of the native kernels, a private helper's argument), and for the
-``FileNotFoundError`` / ``OSError`` of a path that does not exist or cannot be read."""
+input reaches (a self-check of the native kernels, an argument no caller outside the package
+passes, an error caught and raised again as an ElmoError), and for the ``FileNotFoundError`` /
+``OSError`` of a path that does not exist or cannot be read."""
 
 
 class ElmoError(Exception):

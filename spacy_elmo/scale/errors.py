@@ -12,7 +12,8 @@ class ScaleError(ElmoError, ValueError):
 
 class ShardLineError(ElmoError, KeyError):
     """A shard listed in the manifest lacks the dataset of a line (the shard changed after the
-    manifest was written). Subclasses :class:`KeyError`; ``str()`` is the message itself."""
+    manifest was written) or its ``sentence_to_index`` dataset. Subclasses :class:`KeyError`;
+    ``str()`` is the message itself."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

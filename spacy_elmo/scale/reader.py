@@ -75,12 +75,18 @@ class ShardedVectors:
 
     def sentence_to_index(self) -> Dict[str, str]:
         """{stripped line text: "index"} over all shards (the last index for a repeated text, as
-        in one ``embed`` file). Reads every shard's small index dataset."""
+        in one ``embed`` file). Reads every shard's small index dataset. Raises ShardLineError (a
+        KeyError) naming a shard without it."""
         merged: Dict[str, int] = {}
         for entry in self.manifest["shards"]:
             shard = os.path.join(self.directory, entry["file"])
             with h5py.File(shard, "r") as f:
-                for text, index in json.loads(self_contained_dataset(f, "sentence_to_index", shard)[0]).items():
+                try:
+                    table = json.loads(self_contained_dataset(f, "sentence_to_index", shard)[0])
+                except KeyError:
+                    raise ShardLineError(f"{shard} has no sentence_to_index dataset (not a shard written by "
+                                         "embed --ray?)") from None
+                for text, index in table.items():
                     merged[text] = max(merged.get(text, -1), int(index))
         return {text: str(i) for text, i in merged.items()}
 
