@@ -94,3 +94,17 @@ def test_pipeline_and_embed_sentences_agree_bit_for_bit(tiny_model, bilm):
 
 def test_device_property(bilm):
     assert bilm.device == torch.device("cpu") == bilm.lstm.w_state[0].device  # on CUDA: test_gpu_bilm.py
+
+
+def test_bad_input_is_an_elmo_error_of_the_old_builtin_type(bilm):
+    """A str where tokenised sentences are expected is an ElmoInputTypeError (ElmoError and
+    TypeError); a batch size < 1 an ElmoInputError (ElmoError and ValueError)."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.bilm import ElmoInputError, ElmoInputTypeError
+
+    with pytest.raises(ElmoInputTypeError, match="expected a list of tokenised sentences .*got a str") as err:
+        embed_batches(bilm, "a sentence")
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, TypeError)
+    with pytest.raises(ElmoInputError, match="batch_size must be >= 1, got 0") as err:
+        embed_batches(bilm, [["ok"]], batch_size=0)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

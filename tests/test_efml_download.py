@@ -136,3 +136,19 @@ def test_download_arguments_are_checked():
     bad = runner.invoke(app, ["download", "http://127.0.0.1:9/x.zip", "--format", "elmoformanylangs",
                               "--name", "efml-de"])
     assert bad.exit_code == 2 and "is a registered or packaged model's name" in bad.output
+
+
+def test_bad_download_arguments_are_elmo_errors_and_value_errors():
+    """A bad --sha256 pin or --format of an ELMoForManyLangs download is an
+    ElmoDownloadArgumentError: an ElmoError and, as before, a ValueError; nothing is fetched."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.convert import cli as convert_cli
+    from spacy_elmo.hub import ElmoDownloadArgumentError
+
+    with pytest.raises(ElmoDownloadArgumentError, match=r"--sha256 'abc': expected 64 hex digits \(the zip's\)") as err:
+        download_efml("efml-de", sha256="abc", progress=False)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    with pytest.raises(ValueError, match=r"--format 'zip': expected one of elmoformanylangs") as err:
+        convert_cli.download(["efml-de"], None, "zip", None, False, False, 0)
+    assert isinstance(err.value, ElmoError)
+    assert not os.path.exists(cache.model_dir("efml-de"))

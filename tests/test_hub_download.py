@@ -307,3 +307,25 @@ def test_no_dns_fails_at_once(monkeypatch):
     assert result.exit_code == 2
     assert "cannot resolve the host" in result.output and "nothing was written" in result.output
     assert cache_listing() == []
+
+
+def test_bad_download_arguments_are_elmo_errors(tmp_path):
+    """The download command's argument errors are ElmoDownloadArgumentErrors (ElmoError and
+    ValueError): three sources without --name, a --sha256 pin that is not 64 hex digits, a URL
+    that is not http(s); the command line prints each as one line (exit 2)."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.hub import ElmoDownloadArgumentError, parse_pins
+    from spacy_elmo.hub.cli import download_cli
+
+    with pytest.raises(ElmoDownloadArgumentError, match="give one registered NAME, or URL_OF_OPTIONS") as err:
+        download_cli(["a", "b", "c"], name=None, sha256=None, force=False, retries=0, quiet=True, fmt=None)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    with pytest.raises(ValueError, match=r"--sha256 'weights=12': expected 64 hex digits") as err:
+        parse_pins(["weights=12"])
+    assert isinstance(err.value, ElmoDownloadArgumentError)
+    with pytest.raises(ElmoError, match=r"not an http\(s\) URL: 'ftp://127.0.0.1/o.json'") as err:
+        download_model("m", {"options.json": "ftp://127.0.0.1/o.json", "weights.hdf5": "http://127.0.0.1/w"})
+    assert isinstance(err.value, ValueError) and not os.path.exists(cache.model_dir("m"))
+    result = CliRunner().invoke(app, ["download", "a", "b", "c"])
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [
+        "error: give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME"]

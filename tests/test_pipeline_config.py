@@ -154,3 +154,14 @@ print(nlp.pipe_names)
                           cwd=os.fspath(REPO))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['tagger']"
+
+
+def test_bad_pipeline_settings_are_config_errors_naming_the_key(tiny_model):
+    """An out-of-range setting of the elmo component is an ElmoConfigError (an ElmoError and, as
+    before, a ValueError) whose ``key`` is the setting."""
+    from spacy_elmo import ElmoConfigError, ElmoError
+
+    with pytest.raises(ElmoConfigError, match=r"window_tokens must be >= 1, got 0") as err:
+        spacy.blank("en").add_pipe("elmo", config=new_style(tiny_model, window_tokens=0))
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    assert err.value.key == "window_tokens" and err.value.path is None

@@ -399,3 +399,27 @@ def test_init_from_a_narrower_model_widens_it(corpus, tmp_path):
     meta = pretrain(str(tmp_path / "wide"), resume=True, progress=False)
     assert meta["training"]["steps"] == 20
     assert perplexity(str(tmp_path / "wide" / "model"), str(text))["perplexity"] < before["perplexity"]
+
+
+def test_bad_pretraining_inputs_are_elmo_errors(tmp_path):
+    """A config key, a checkpoint file and a pre-tokenised corpus that cannot be used raise
+    PretrainConfigError, CheckpointError and CorpusError: each an ElmoError and, as before, a
+    ValueError, with a message naming the key or file."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.pretrain import checkpoint
+    from spacy_elmo.pretrain.config import PretrainConfigError, load_config
+    from spacy_elmo.pretrain.corpus_pack import read_pack
+
+    with pytest.raises(PretrainConfigError, match=r"\[training\] nonsense: unknown setting") as err:
+        load_config(overrides={"training.nonsense": 3})
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    bad = tmp_path / "checkpoint.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(checkpoint.CheckpointError, match=r"cannot read checkpoint .*checkpoint\.pt") as err:
+        checkpoint.read(bad)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    pack = tmp_path / "corpus.pack"
+    pack.write_bytes(b"\x00" * 64)
+    with pytest.raises(CorpusError, match=r"corpus\.pack: not a pre-tokenised corpus written by corpus_pack") as err:
+        read_pack(str(pack))
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

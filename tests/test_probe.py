@@ -230,3 +230,28 @@ def test_probe_needs_its_data_sets(tmp_path):
         check_data(ProbeSettings(ewt_dev="d", wic="w", center_sentences=0))
     assert isinstance(err.value, ValueError)
     check_data(ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))
+
+
+def test_malformed_wic_and_conllu_files_are_probe_data_errors(tmp_path):
+    """A malformed WiC or CoNLL-U line is a ProbeDataError (an ElmoError and a ValueError) naming
+    the file and line; so is a sample too small for the contextuality measures."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.probe import ProbeDataError
+    from spacy_elmo.probe.wic import read_split
+
+    (tmp_path / "dev.gold.txt").write_text("T\nF\n", encoding="utf-8")
+    data = tmp_path / "dev.data.txt"
+    data.write_text("bank\tN\t0-1\tbank one\tthe bank\nrun\tV\tx-1\trun now\tto run\n", encoding="utf-8")
+    with pytest.raises(ProbeDataError, match=r"dev\.data\.txt:2: field 3 = 'x-1': expected the two target") as err:
+        read_split(str(tmp_path), "dev")
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+    data.write_text("bank\tN\t0-1\tbank one\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"dev\.data\.txt:1: expected 5 tab-separated fields, got 4") as err:
+        read_split(str(tmp_path), "dev")
+    assert isinstance(err.value, ElmoError)
+    conllu = tmp_path / "bad.conllu"
+    conllu.write_text("1\tThe\tthe\n", encoding="utf-8")
+    with pytest.raises(ProbeDataError, match=r"bad\.conllu:1: expected a CoNLL-U word line"):
+        read_conllu(str(conllu))
+    with pytest.raises(ProbeDataError, match="anisotropy needs tokens from at least two sentences"):
+        ctx.anisotropy(numpy.ones((3, 4), dtype=numpy.float32), numpy.zeros(3, dtype=numpy.int64))

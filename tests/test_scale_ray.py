@@ -163,6 +163,6 @@ def test_embed_dataset_errors(cluster, setup, tmp_path):
         embed_dataset(ray.data.from_items([{"index": 0, "text": "a"}]), str(tmp_path / "file"), model=model)
     bad = ray.data.from_items([{"index": 0, "text": "fine"}, {"index": 1, "text": None}])
     with pytest.raises(ScaleError,
-                       match="a block failed: TypeError: line 1: column 'text' must be a str, got NoneType"):
+                       match="a block failed: ElmoInputTypeError: line 1: column 'text' must be a str, got NoneType"):
         embed_dataset(bad, str(tmp_path / "b"), model=model, actors=1, progress=False)
     shutil.rmtree(tmp_path / "b", ignore_errors=True)

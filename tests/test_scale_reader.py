@@ -112,3 +112,24 @@ def test_without_ray_one_line_error_with_the_install_command(tmp_path, monkeypat
     result = CliRunner().invoke(app, ["embed", str(src), str(tmp_path / "o"), "--ray", "local", "--quiet"])
     assert result.exit_code == 2, result.output
     assert "pip install 'spacy-elmo[scale]'" in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_damaged_shards_and_manifests_are_elmo_errors(run_dir):
+    """A shard that lost a line's dataset is a ShardLineError (an ElmoError and, as before, a
+    KeyError whose str() is the message); a manifest of another format is a ScaleError (an
+    ElmoError and a ValueError)."""
+    from spacy_elmo import ElmoError
+    from spacy_elmo.scale.errors import ScaleError, ShardLineError
+
+    d, _ = run_dir
+    shard = d / "shard-000000004-000000006.hdf5"
+    with h5py.File(shard, "a") as f:
+        del f["5"]
+    with pytest.raises(ShardLineError) as err:
+        read_line(str(d), 5)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, KeyError)
+    assert str(err.value) == f"{shard} has no dataset for line 5 (shard changed after the manifest?)"
+    (d / "manifest.json").write_text('{"format": "other"}')
+    with pytest.raises(ScaleError, match="not a spacy-elmo shard manifest") as err:
+        ShardedVectors(str(d))
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

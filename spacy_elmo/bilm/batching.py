@@ -23,6 +23,8 @@ from typing import Iterator, List, NamedTuple, Sequence
 import numpy
 import torch
 
+from .errors import ElmoInputError, ElmoInputTypeError
+
 
 class Batch(NamedTuple):
     """One biLM call: ``members[b]`` is the position (in the caller's list) of the sentence in row
@@ -53,14 +55,14 @@ def embed_batches(bilm, sentences: Sequence[Sequence[str]], batch_size: int = 64
     a str, or a token is not a str; ValueError if ``batch_size < 1``.
     """
     if isinstance(sentences, str):
-        raise TypeError("expected a list of tokenised sentences (lists of str), got a str")
+        raise ElmoInputTypeError("expected a list of tokenised sentences (lists of str), got a str")
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        raise ElmoInputError(f"batch_size must be >= 1, got {batch_size}")
     vocab = {}
     rows = []
     for sent in sentences:
         if isinstance(sent, str):
-            raise TypeError(f"expected each sentence as a list of str tokens, got a str: {sent[:40]!r}")
+            raise ElmoInputTypeError(f"expected each sentence as a list of str tokens, got a str: {sent[:40]!r}")
         rows.append(numpy.fromiter((vocab.setdefault(t, len(vocab)) for t in sent), dtype=numpy.int64,
                                    count=len(sent)))
     order = sorted((i for i in range(len(rows)) if len(rows[i])), key=lambda i: -len(rows[i]))

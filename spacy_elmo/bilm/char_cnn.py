@@ -17,6 +17,7 @@ from torch import nn
 
 from . import onednn
 from .chars import MAX_CHARS, N_CHARACTERS, PAD_ID, char_lengths
+from .errors import ElmoInputError
 
 # Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
 # each chunk's convolutions skip the padding positions that none of its tokens reaches.
@@ -82,9 +83,9 @@ class CharCNN(nn.Module):
     ):
         super().__init__()
         if activation not in ("relu", "tanh"):
-            raise ValueError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
+            raise ElmoInputError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
         if not 0 < pad_id < n_characters:
-            raise ValueError(f"char_cnn pad_id must be in 1..{n_characters - 1}, got {pad_id}")
+            raise ElmoInputError(f"char_cnn pad_id must be in 1..{n_characters - 1}, got {pad_id}")
         self.max_chars, self.pad_id, self.word_dim = int(max_characters_per_token), int(pad_id), int(word_dim)
         self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
         self.activation = activation
@@ -141,7 +142,7 @@ class CharCNN(nn.Module):
         if n == 0:
             return flat.new_zeros((*lead, self.projection_dim), dtype=self.projection.weight.dtype)
         if flat.shape[-1] != self.max_chars + (1 if self.word_dim else 0):
-            raise ValueError(f"id rows must have {self.max_chars + (1 if self.word_dim else 0)} columns, "
+            raise ElmoInputError(f"id rows must have {self.max_chars + (1 if self.word_dim else 0)} columns, "
                              f"got {flat.shape[-1]}")
         lengths = char_lengths(flat[:, : self.max_chars], self.pad_id)
         if n <= CHUNK:

@@ -1,6 +1,11 @@
-"""Errors raised by :mod:`spacy_elmo.bilm`, and :class:`ElmoError`, the base of every error the
-package raises on purpose (re-exported as ``spacy_elmo.ElmoError``; it lives here because
-``bilm/`` imports nothing of the package outside itself)."""
+"""Errors raised by :mod:`spacy_elmo.bilm`, and :class:`ElmoError`, the base of every error bad
+input can cause: a model, corpus, data or checkpoint file, a config or option value, a command-line
+argument, an environment setting, a download, an argument of the Python API of the wrong type or
+shape (re-exported as ``spacy_elmo.ElmoError``; it lives here because ``bilm/`` imports nothing of
+the package outside itself). A plain builtin error is left only for an internal invariant that no
+input reaches (a self-check of the native kernels, an argument no caller outside the package
+passes, an error caught and raised again as an ElmoError), and for the ``FileNotFoundError`` /
+``OSError`` of a path that does not exist or cannot be read."""
 
 
 class ElmoError(Exception):
@@ -24,3 +29,16 @@ class ElmoWeightsError(ElmoError, ValueError):
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.dataset = dataset
+
+
+class ElmoInputError(ElmoError, ValueError):
+    """An argument, option or environment setting has a value that cannot be used: a tensor of
+    the wrong shape for :meth:`BiLM.forward`, a batch size < 1, a thread count or precision that
+    is not one, a char CNN activation that is not ``relu`` / ``tanh``. The message names the
+    argument or setting and what is expected. Subclasses :class:`ValueError`."""
+
+
+class ElmoInputTypeError(ElmoError, TypeError):
+    """An argument of the wrong type: a ``str`` where a list of tokenised sentences is expected,
+    a token that is not a ``str``, a value of the wrong type for ``doc._.elmo``. The message
+    names what was expected and what was given. Subclasses :class:`TypeError`."""

@@ -22,6 +22,7 @@ from torch import nn
 from . import integrity, resolver
 from .batching import embed_batches
 from .char_cnn import CharCNN
+from .errors import ElmoInputError, ElmoInputTypeError
 from .indexer import make_indexer
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
@@ -213,7 +214,7 @@ class BiLM(nn.Module):
         bilm-tf model the same as :func:`~.chars.batch_to_ids`). Raises TypeError if ``batch`` or
         a sentence is a str, or a token is not a str."""
         if isinstance(batch, str) or any(isinstance(s, str) for s in batch):
-            raise TypeError("batch_to_ids expects a list of tokenised sentences (lists of str tokens)")
+            raise ElmoInputTypeError("batch_to_ids expects a list of tokenised sentences (lists of str tokens)")
         max_len = max((len(s) for s in batch), default=0)
         out = numpy.zeros((len(batch), max_len, self.indexer.width), dtype=numpy.int64)
         for i, sentence in enumerate(batch):
@@ -239,11 +240,11 @@ class BiLM(nn.Module):
         :class:`BiLMOutput`. Raises ValueError for bad shapes or non-trailing padding.
         """
         if (char_ids is None) == (token_vectors is None):
-            raise ValueError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
+            raise ElmoInputError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
         if char_ids is not None:
             width = self.indexer.width
             if char_ids.dim() != 3 or char_ids.shape[-1] != width:
-                raise ValueError(f"char_ids must have shape (batch, max_len, {width}), got {tuple(char_ids.shape)}")
+                raise ElmoInputError(f"char_ids must have shape (batch, max_len, {width}), got {tuple(char_ids.shape)}")
             mask = (char_ids > 0).any(-1)
             flat = char_ids[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=char_ids.device)
@@ -256,7 +257,8 @@ class BiLM(nn.Module):
         else:
             if mask is None or token_vectors.dim() != 3 or token_vectors.shape[-1] != self.projection_dim \
                     or tuple(mask.shape) != tuple(token_vectors.shape[:2]):
-                raise ValueError("token_vectors must be (batch, max_len, projection_dim) with mask (batch, max_len)")
+                raise ElmoInputError("token_vectors must be (batch, max_len, projection_dim) with mask "
+                                     "(batch, max_len)")
             mask = mask.bool()
             table = token_vectors[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=token_vectors.device)
@@ -274,13 +276,13 @@ class BiLM(nn.Module):
         :meth:`boundary_vectors` (saves two char-CNN rows per call). Returns :class:`BiLMOutput`.
         """
         if index.dim() != 2:
-            raise ValueError(f"index must be (batch, max_len), got {tuple(index.shape)}")
+            raise ElmoInputError(f"index must be (batch, max_len), got {tuple(index.shape)}")
         self._apply_precision(table.device)
         B, T = index.shape
         mask = index >= 0
         lengths = mask.sum(1)
         if not bool((mask == (torch.arange(T, device=index.device) < lengths[:, None])).all()):
-            raise ValueError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
+            raise ElmoInputError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
         P, L = self.projection_dim, self.num_layers
         if boundary is None:
             boundary = self.boundary_vectors()

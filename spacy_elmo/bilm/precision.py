@@ -30,6 +30,8 @@ from typing import NamedTuple, Optional
 
 import torch
 
+from .errors import ElmoInputError
+
 PRECISIONS = ("float32", "bfloat16")
 
 
@@ -81,7 +83,7 @@ def onednn_bf16_supported() -> bool:
 def check_precision(value, where: str = "precision") -> str:
     """``value`` if it is one of PRECISIONS, else ValueError (one line naming ``where``)."""
     if value not in PRECISIONS:
-        raise ValueError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")
+        raise ElmoInputError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")
     return value
 
 

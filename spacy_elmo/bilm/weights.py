@@ -38,7 +38,7 @@ from typing import Dict, Optional, Tuple
 
 import numpy
 
-from .errors import ElmoWeightsError
+from .errors import ElmoInputError, ElmoWeightsError
 
 TF_TO_INTERNAL = (0, 2, 3, 1)  # internal gate k (i, f, o, j) is bilm-tf gate block TF_TO_INTERNAL[k]
 INTERNAL_TO_TF = (0, 3, 1, 2)
@@ -99,7 +99,7 @@ def max_params(value: Optional[int] = None) -> int:
     except ValueError:
         limit = 0
     if limit <= 0:
-        raise ValueError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
+        raise ElmoInputError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
     return limit
 
 

@@ -18,9 +18,10 @@ def convert_cli(
 ):
     """Convert a model of another ELMo format into a spacy-elmo model directory (then use OUT by path)."""
     from . import FORMATS, convert
+    from .efml import ElmoConvertError
 
     if fmt not in FORMATS:
-        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise ElmoConvertError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
     typer.echo(f"wrote {directory} (sha256 recorded). Use it as name = \"{directory}\" in an elmo component's "
                f"[components.elmo.model], --model {directory}, or BiLM.from_pretrained(\"{directory}\").")
@@ -38,17 +39,20 @@ def download(source, name: Optional[str], fmt: Optional[str], sha256, force: boo
              retries: int) -> Tuple[str, str]:
     """``download`` of an ELMoForManyLangs zip: ``download efml-de`` or ``download URL --format
     elmoformanylangs --name NAME`` (``--sha256 HEX`` pins the zip). Returns (name, cache folder).
-    Raises ValueError for bad arguments, ElmoDownloadError as :func:`.download.download_efml`."""
+    Raises ElmoDownloadArgumentError (a ValueError) for bad arguments, ElmoDownloadError as
+    :func:`.download.download_efml`."""
+    from ..hub.fetch import ElmoDownloadArgumentError
     from . import FORMATS
     from .download import download_efml
 
     if fmt is not None and fmt not in FORMATS:
-        raise ValueError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise ElmoDownloadArgumentError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if len(source) != 1 or (name is None) == source[0].startswith(("http://", "https://")):
-        raise ValueError("give one registered efml-<lang> NAME, or ZIP_URL --format elmoformanylangs --name NAME")
+        raise ElmoDownloadArgumentError("give one registered efml-<lang> NAME, or ZIP_URL --format elmoformanylangs "
+                                        "--name NAME")
     pins = list(sha256 or [])
     if len(pins) > 1:
-        raise ValueError("--sha256: give one digest (the zip's)")
+        raise ElmoDownloadArgumentError("--sha256: give one digest (the zip's)")
     model = name or source[0]
     return model, download_efml(model, source[0] if name else None, sha256=pins[0] if pins else None,
                                 force=force, progress=progress, retries=retries)

@@ -17,7 +17,8 @@ Steps, in the cache folder of the name (:mod:`spacy_elmo.hub.cache`):
 
 The zip and the unpacked files are deleted once the model is installed; a failed transfer keeps
 ``source.zip.part`` for the next run; a zip that is corrupt, unsafe or not a convertible model is
-deleted. Errors: :class:`~spacy_elmo.hub.fetch.ElmoDownloadError`, ValueError for a bad name or URL.
+deleted. Errors: :class:`~spacy_elmo.hub.fetch.ElmoDownloadError`, ElmoDownloadArgumentError (a
+ValueError) for a bad name, URL or pin.
 """
 import datetime
 import json
@@ -29,7 +30,7 @@ from pathlib import PurePosixPath
 from typing import Optional
 
 from ..hub import cache
-from ..hub.fetch import ElmoDownloadError, check_url, fetch
+from ..hub.fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
 from . import efml_registry
 
 ZIP_PART = "source.zip.part"
@@ -120,12 +121,14 @@ def _resolve(name: str, url: Optional[str]) -> str:
     known = efml_registry.url(name)
     if url is None:
         if known is None:
-            raise ValueError(f"{name!r} is not a registered ELMoForManyLangs model ({efml_registry.names()[0]} ... "
-                             f"{efml_registry.names()[-1]}); for another zip give its URL: download URL "
-                             "--format elmoformanylangs --name NAME")
+            raise ElmoDownloadArgumentError(f"{name!r} is not a registered ELMoForManyLangs model "
+                                            f"({efml_registry.names()[0]} ... {efml_registry.names()[-1]}); for "
+                                            "another zip give its URL: download URL --format elmoformanylangs "
+                                            "--name NAME")
         return known
     if known is not None or registry.get(name) is not None or name in available():
-        raise ValueError(f"--name {name!r} is a registered or packaged model's name: choose another name for this URL")
+        raise ElmoDownloadArgumentError(f"--name {name!r} is a registered or packaged model's name: choose another "
+                                        "name for this URL")
     return check_url(url)
 
 
@@ -135,11 +138,11 @@ def download_efml(name: str, url: Optional[str] = None, sha256: Optional[str] = 
     """Download, unpack, convert and install an ELMoForManyLangs model as ``name``; returns its
     cache folder. ``url``: the zip (default: the registered one of ``name``); ``sha256``: the
     zip's expected digest (hex). A complete model already there is kept unless ``force``.
-    Raises ValueError (bad name, URL or pin), ElmoDownloadError (transfer, digest, unsafe or
-    corrupt zip, not a convertible model)."""
+    Raises ElmoDownloadArgumentError (a ValueError: bad name, URL or pin), ElmoDownloadError
+    (transfer, digest, unsafe or corrupt zip, not a convertible model)."""
     url = _resolve(name, url)
     if sha256 is not None and (len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256.lower())):
-        raise ValueError(f"--sha256 {sha256!r}: expected 64 hex digits (the zip's)")
+        raise ElmoDownloadArgumentError(f"--sha256 {sha256!r}: expected 64 hex digits (the zip's)")
     directory = cache.model_dir(name)
     if cache.state(name) == "downloaded" and not force:
         return _existing(name, directory, url)
@@ -164,8 +167,9 @@ def _existing(name: str, directory: str, url: str) -> str:
 
     source = cache.read_source(name) or {}
     if source.get("url") != url:
-        raise ValueError(f"{name!r} was downloaded from another source ({source.get('url') or source.get('urls')}): "
-                         "choose another --name, or pass --force to replace it")
+        origin = source.get("url") or source.get("urls")
+        raise ElmoDownloadArgumentError(f"{name!r} was downloaded from another source ({origin}): "
+                                        "choose another --name, or pass --force to replace it")
     try:
         for file in cache.FILES:
             integrity.verify(os.path.join(directory, file))

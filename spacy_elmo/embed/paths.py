@@ -2,6 +2,8 @@
 INPUT, and without Ray it must be a regular file (or not exist yet) in an existing folder."""
 import os
 
+from .errors import EmbedError
+
 
 def _same(a: str, b: str) -> bool:
     """Whether the paths name one file (one inode: equal, a symlink or a hard link)."""
@@ -15,8 +17,6 @@ def check_not_input(input_path: str, output: str) -> None:
     """Raise EmbedError if OUTPUT, or OUTPUT.tmp (written on the way), is the INPUT file itself
     (the same path, a symlink or a hard link to it): writing it would destroy the input, with or
     without --overwrite."""
-    from .run import EmbedError
-
     for path in (output, output + ".tmp"):
         if _same(input_path, path):
             raise EmbedError(f"OUTPUT {output!r} is the INPUT file {input_path!r} (same file): choose another OUTPUT")
@@ -25,8 +25,6 @@ def check_not_input(input_path: str, output: str) -> None:
 def check_output(input_path: str, output: str) -> None:
     """:func:`check_not_input`, then: OUTPUT must be a regular file or not exist, and its folder
     must exist. Raises EmbedError naming OUTPUT."""
-    from .run import EmbedError
-
     check_not_input(input_path, output)
     if os.path.isdir(output):
         raise EmbedError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "

@@ -11,14 +11,10 @@ import os
 import time
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from ..bilm.errors import ElmoError
 from . import inputs, layers
+from .errors import EmbedError
 from .paths import check_output
 from .writer import Output, written_args
-
-
-class EmbedError(ElmoError, ValueError):
-    """An embed run cannot start: bad option, output that exists with other arguments."""
 
 
 def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_spec: str = "all",
@@ -32,7 +28,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     run, not skipped), "seconds", "output", "already_complete" (OUTPUT was already there, same
     arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
-    input or model (with the download command for a registered name), ValueError for
+    input or model (with the download command for a registered name), EmbedError for
     unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
     run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
     file. OUTPUT is checked first
@@ -121,8 +117,8 @@ def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str 
                 max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE) -> Iterator[List[inputs.Record]]:
     """The input's records (read lazily) in the groups that embed_file embeds and journals one
     at a time: ~``p.args["group_tokens"]`` tokens each. The tokenizer is made now, so a bad
-    ``lang`` raises ValueError here, not on the first ``next``; a record of more than
-    ``max_tokens_per_line`` tokens raises ValueError when it is reached."""
+    ``lang`` raises EmbedError (a ValueError) here, not on the first ``next``; a record of more than
+    ``max_tokens_per_line`` tokens raises EmbedError when it is reached."""
     _check_limit(max_tokens_per_line)
     tokenize = inputs.make_tokenizer(pretokenized or p.fmt == "spacy", lang)
     records = inputs.read(input_path, p.fmt, tokenize, text_field, lang, max_tokens_per_line)

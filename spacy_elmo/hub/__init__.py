@@ -12,9 +12,9 @@ file, HTTP Range resume), :mod:`.download` (a model: digests, validation, instal
 """
 from .cache import cache_dir
 from .download import download_model, parse_pins
-from .fetch import ElmoDownloadError
+from .fetch import ElmoDownloadArgumentError, ElmoDownloadError
 from .registry import REGISTRY
 from .resolve import available, model_files, resolve
 
-__all__ = ["REGISTRY", "ElmoDownloadError", "available", "cache_dir", "download_model", "model_files", "parse_pins",
-           "resolve"]
+__all__ = ["REGISTRY", "ElmoDownloadArgumentError", "ElmoDownloadError", "available", "cache_dir", "download_model",
+           "model_files", "parse_pins", "resolve"]

@@ -22,6 +22,7 @@ def download_cli(
     """Download an ELMo model into the per-user cache, then use it by name (cache: $SPACY_ELMO_CACHE)."""
     from ..convert import cli as convert_cli
     from . import download_model, parse_pins
+    from .fetch import ElmoDownloadArgumentError
 
     try:
         efml = convert_cli.handles_download(source, fmt)  # an ELMoForManyLangs zip, converted
@@ -32,7 +33,7 @@ def download_cli(
         elif len(source) == 2 and name:
             model, urls = name, {"options.json": source[0], "weights.hdf5": source[1]}
         else:
-            raise ValueError("give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
+            raise ElmoDownloadArgumentError("give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
         if not efml:
             directory = download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=not quiet,
                                        retries=retries)

@@ -17,7 +17,7 @@ import shutil
 from typing import Dict, Optional
 
 from . import cache, registry
-from .fetch import ElmoDownloadError, check_url, fetch
+from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
 
 logger = logging.getLogger("spacy_elmo")
 _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
@@ -25,13 +25,14 @@ _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
 
 def parse_pins(values) -> Dict[str, str]:
     """``--sha256`` values -> {file: hex}. ``HEX`` pins weights.hdf5; ``options=HEX`` /
-    ``weights=HEX`` name the file. Raises ValueError for anything else."""
+    ``weights=HEX`` name the file. Raises ElmoDownloadArgumentError (a ValueError) for anything else."""
     pins = {}
     for value in values or ():
         key, _, digest = value.rpartition("=")
         file = {"": "weights.hdf5", "weights": "weights.hdf5", "options": "options.json"}.get(key.lower())
         if file is None or not _HEX.fullmatch(digest.lower()):
-            raise ValueError(f"--sha256 {value!r}: expected 64 hex digits, optionally after 'options=' or 'weights='")
+            raise ElmoDownloadArgumentError(f"--sha256 {value!r}: expected 64 hex digits, optionally after "
+                                            "'options=' or 'weights='")
         pins[file] = digest.lower()
     return pins
 
@@ -42,7 +43,8 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
     """Download a registered model (``urls`` None) or any bilm-tf/AllenNLP model given its two
     URLs under a new ``name``; returns its cache folder. An already complete download is checked
     (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`.
-    Raises ValueError for a bad name/URL/pin, ElmoDownloadError for a failed or bad download."""
+    Raises ElmoDownloadArgumentError (a ValueError) for a bad name/URL/pin, ElmoDownloadError for
+    a failed or bad download."""
     urls = _urls(name, urls)
     expected = _expected(name, sha256 or {})
     directory = cache.model_dir(name)
@@ -72,12 +74,13 @@ def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
     entry = registry.get(name)
     if urls is None:
         if entry is None:
-            raise ValueError(f"{name!r} is not a registered model (registered: {registry.names()}); for another "
-                             "model give both URLs: download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
+            raise ElmoDownloadArgumentError(f"{name!r} is not a registered model (registered: {registry.names()}); "
+                                            "for another model give both URLs: download URL_OF_OPTIONS "
+                                            "URL_OF_WEIGHTS --name NAME")
         return entry.urls()
     if entry is not None or name in available():
         kind = "registered" if entry is not None else "packaged"
-        raise ValueError(f"--name {name!r} is a {kind} model's name: choose another name for these URLs")
+        raise ElmoDownloadArgumentError(f"--name {name!r} is a {kind} model's name: choose another name for these URLs")
     return {file: check_url(urls[file]) for file in cache.FILES}
 
 
@@ -97,8 +100,8 @@ def _existing(name: str, directory: str, urls: Dict[str, str], expected: Dict[st
 
     source = cache.read_source(name) or {}
     if registry.get(name) is None and source.get("urls") not in (None, urls):
-        raise ValueError(f"{name!r} was downloaded from other URLs ({source['urls']['weights.hdf5']}): "
-                         "choose another --name, or pass --force to replace it")
+        raise ElmoDownloadArgumentError(f"{name!r} was downloaded from other URLs ({source['urls']['weights.hdf5']}): "
+                                        "choose another --name, or pass --force to replace it")
     for file in cache.FILES:
         path = os.path.join(directory, file)
         try:

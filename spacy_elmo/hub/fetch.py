@@ -36,15 +36,23 @@ class ElmoDownloadError(ElmoError, RuntimeError):
         self.resumable = resumable
 
 
+class ElmoDownloadArgumentError(ElmoError, ValueError):
+    """A download cannot start: a model name that is not registered or not valid, a URL that is
+    not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name`` taken by another
+    model or source, command-line arguments that do not fit together. Nothing is fetched. The
+    message names the argument and what is expected. Subclasses :class:`ValueError`."""
+
+
 class _Retry(Exception):
     """A transient failure (connection refused/lost, timeout, HTTP 5xx/429): try again."""
 
 
 def check_url(url: str) -> str:
-    """Return ``url`` if it is an http(s) URL with a host; raise ValueError otherwise."""
+    """Return ``url`` if it is an http(s) URL with a host; raise ElmoDownloadArgumentError (a
+    ValueError) otherwise."""
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"not an http(s) URL: {url!r}")
+        raise ElmoDownloadArgumentError(f"not an http(s) URL: {url!r}")
     return url
 
 

@@ -22,6 +22,7 @@ from .bilm_config import build_bilm, check_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
+from .loading import ElmoConfigError
 
 
 @registry.architectures("spacy_elmo.ElmoBiLM.v1")
@@ -64,9 +65,9 @@ def elmo_readout(mix: Optional[Model], initial_weights: Optional[List[float]], t
     """Scalar mix -> dropout -> optional Linear(width). ``mix`` replaces the ScalarMix built from
     the other options (ValueError if both are given)."""
     if mix is not None and (initial_weights is not None or not trainable or layer_norm):
-        raise ValueError("give either a mix model or initial_weights/trainable/layer_norm, not both")
+        raise ElmoConfigError("give either a mix model or initial_weights/trainable/layer_norm, not both", "mix", None)
     if width is not None and width < 1:
-        raise ValueError(f"width must be >= 1 or null, got {width}")
+        raise ElmoConfigError(f"width must be >= 1 or null, got {width}", "width", None)
     layers = [mix if mix is not None else ScalarMix(initial_weights, trainable=trainable, layer_norm=layer_norm)]
     if dropout:
         layers.append(Dropout(dropout))
@@ -117,7 +118,7 @@ def elmo_layers_part(doc_layers: Model, grad_factor: float) -> Model:
     ``nlp.replace_listeners``): the biLM fine-tunes iff ``grad_factor > 0``, with its gradient
     scaled by ``grad_factor``."""
     if grad_factor < 0:
-        raise ValueError(f"grad_factor must be >= 0, got {grad_factor}")
+        raise ElmoConfigError(f"grad_factor must be >= 0, got {grad_factor}", "grad_factor", None)
     bilm_of(doc_layers).attrs["finetune"] = grad_factor > 0
     return doc_layers if grad_factor in (0, 1) else chain(doc_layers, _scale_grad(grad_factor))
 

@@ -23,6 +23,7 @@ from thinc.api import Model
 from ..package_data import DEFAULT_MODEL
 from .layers.bilm_layer import BiLMLayer, ConfigOnly
 from .layers.doc_layers import DocLayers
+from .loading import ElmoConfigError
 
 ARCHITECTURE = "spacy_elmo.ElmoBiLM.v1"
 WHERE = f"[{ARCHITECTURE}]"
@@ -65,6 +66,6 @@ def check_bilm(model: Optional[Model], where: str) -> Model:
     if model is None:
         return build_bilm(DEFAULTS, where)
     if not isinstance(model, Model) or settings_of(model) is None:
-        raise ValueError(f"{where} expected a biLM model built by @architectures = \"{ARCHITECTURE}\", got "
-                         f"{getattr(model, 'name', model)!r}")
+        raise ElmoConfigError(f"{where} expected a biLM model built by @architectures = \"{ARCHITECTURE}\", got "
+                              f"{getattr(model, 'name', model)!r}", "model", None)
     return model

@@ -40,6 +40,8 @@ import math
 import sys
 from typing import Hashable, Optional
 
+from .loading import ElmoConfigError
+
 DTYPES = ("float16", "float32")
 # Bytes per entry besides the array data and the key: dict slot, array object, allocator (600-1,000
 # measured with tracemalloc).
@@ -63,9 +65,9 @@ class LayersCache:
 
     def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32"):
         if not _is_number(capacity_mb) or not math.isfinite(capacity_mb) or capacity_mb < 0:
-            raise ValueError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}")
+            raise ElmoConfigError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}", "cache_mb", None)
         if dtype not in DTYPES:
-            raise ValueError(f"cache_dtype must be one of {list(DTYPES)}, got {dtype!r}")
+            raise ElmoConfigError(f"cache_dtype must be one of {list(DTYPES)}, got {dtype!r}", "cache_dtype", None)
         self.capacity_mb = float(capacity_mb)
         self.dtype = dtype
         self.capacity_bytes = int(self.capacity_mb * MB)

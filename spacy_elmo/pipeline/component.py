@@ -78,7 +78,7 @@ def make_elmo(nlp: Language, name: str, model: Model, store: str = "all", dtype:
     if store != "none":
         store = parse_layers(store, f"{where} store =").name
     if dtype not in DTYPES:
-        raise ValueError(f"{where} dtype = {dtype!r}: must be one of {list(DTYPES)}")
+        raise ElmoConfigError(f"{where} dtype = {dtype!r}: must be one of {list(DTYPES)}", "dtype", None)
     vectors = check_view(vectors, store, where)
     doc_layers = check_bilm(model, where)
     bilm_of(doc_layers).attrs["source"]["where"] = f"[components.{name}.model]"  # errors on loading name it
@@ -147,8 +147,8 @@ class ElmoComponent(TrainablePipe):
         """Register a listener of ``component_name``. Raises ValueError unless ``store == "all"``
         (listeners read all layers from the Doc at prediction time)."""
         if self.cfg["store"] != "all":
-            raise ValueError(f"component {component_name!r} listens to {self.name!r}, which stores "
-                             f"{self.cfg['store']!r}: set [components.{self.name}] store = \"all\"")
+            raise ElmoConfigError(f"component {component_name!r} listens to {self.name!r}, which stores "
+                                  f"{self.cfg['store']!r}: set [components.{self.name}] store = \"all\"", "store", None)
         self.listener_map.setdefault(component_name, [])
         if listener not in self.listener_map[component_name]:
             self.listener_map[component_name].append(listener)
@@ -212,7 +212,7 @@ class ElmoComponent(TrainablePipe):
         try:
             out = spec.apply(arr)[None]
         except ValueError as err:
-            raise ValueError(f"[components.{self.name}] store: {err}") from None
+            raise ElmoConfigError(f"[components.{self.name}] store: {err}", "store", None) from None
         return out.copy() if spec.kind in ("top", "layer") else out
 
     # -- training ------------------------------------------------------------------------------

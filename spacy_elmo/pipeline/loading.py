@@ -6,11 +6,16 @@ from ..bilm.errors import ElmoError
 
 
 class ElmoConfigError(ElmoError, ValueError):
-    """The biLM named in a config cannot be loaded. The message names the config section and key
-    (``name`` of an ``ElmoBiLM.v1`` section, ``model`` in the old flat keys, ``options_path`` or
-    ``weights_path``), the path and the reason.
-    Also raised, with key ``"factory"`` and path None, for a second ``elmo`` component in one
-    pipeline (both would write ``doc._.elmo``).
+    """The biLM named in a config cannot be loaded, or a pipeline setting cannot be used. The
+    message names the config section and key (``name`` of an ``ElmoBiLM.v1`` section, ``model``
+    in the old flat keys, ``options_path`` or ``weights_path``), the path and the reason.
+    Also raised, with path None and ``key`` the setting, for a value out of range or of the wrong
+    kind (``batch_size``, ``window_tokens``, ``cache_mb``, ``cache_dtype``, ``dtype``, ``store``,
+    ``vectors``, ``grad_factor``, ``width``, ``initial_weights``, ``model``), for a listener whose
+    ``elmo`` component stores fewer layers, is frozen or not initialized (``store``,
+    ``frozen_components``, ``elmo``, ``listener``), for a ``tok2vec`` without an ElmoListener
+    (``tok2vec``), and, with key ``"factory"``, for a second ``elmo`` component in one pipeline
+    (both would write ``doc._.elmo``). Subclasses :class:`ValueError`.
     Attributes: ``key``, ``path``."""
 
     def __init__(self, message: str, key: str, path: Optional[str]):

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 from thinc.api import Model
 
 from .bilm_config import ARCHITECTURE, section_of
+from .loading import ElmoConfigError
 
 LISTENER = "spacy_elmo.ElmoListener.v1"
 READOUT_KEYS = ("grad_factor", "mix", "initial_weights", "trainable", "layer_norm", "dropout", "width")
@@ -39,7 +40,8 @@ def replace_listener_cfg(settings: Dict[str, Any], tok2vec_model_cfg: Any, liste
     if there is none."""
     listener = _find_listener(listener_cfg)
     if listener is None:
-        raise ValueError(f"replace_listeners: no {LISTENER} section found in {dict(listener_cfg)}")
+        raise ElmoConfigError(f"replace_listeners: no {LISTENER} section found in {dict(listener_cfg)}", "tok2vec",
+                              None)
     own = isinstance(tok2vec_model_cfg, dict) and tok2vec_model_cfg.get("@architectures") == ARCHITECTURE
     new = {"@architectures": "spacy_elmo.Elmo.v1",
            "bilm": copy.deepcopy(dict(tok2vec_model_cfg)) if own else section_of(settings)}

@@ -17,12 +17,14 @@ import numpy
 from spacy.attrs import IS_SPACE
 from spacy.tokens import Doc
 
+from .loading import ElmoConfigError
+
 
 def doc_segments(doc: Doc, window_tokens: int) -> List[numpy.ndarray]:
     """Token indices (int64 arrays, increasing) of the pieces of ``doc`` the biLM reads, in order.
     An empty or all-whitespace Doc gives []. Raises ValueError if ``window_tokens < 1``."""
     if window_tokens < 1:
-        raise ValueError(f"window_tokens must be >= 1, got {window_tokens}")
+        raise ElmoConfigError(f"window_tokens must be >= 1, got {window_tokens}", "window_tokens", None)
     if len(doc) == 0:
         return []
     is_space = doc.to_array([IS_SPACE]).reshape(-1).astype(bool)

@@ -33,7 +33,9 @@ from spacy.attrs import IS_SPACE
 from spacy.errors import Warnings
 from thinc.api import get_array_module
 
+from ..bilm.errors import ElmoInputError
 from ..layer_spec import parse
+from .loading import ElmoConfigError
 
 SETTING_KEY = ("spacy_elmo", "vectors", None, None)
 _spec = lru_cache(maxsize=64)(partial(parse, where="vectors ="))
@@ -50,8 +52,8 @@ def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Op
     if store == "none" or spec.stacked or (store != "all" and spec.name != parse(store).name):
         allowed = {"all": "a layer spec other than 'all' (top, average, layer_k, mix:...)",
                    "none": "null"}.get(store, repr(store))
-        raise ValueError(f"{where} vectors = {view!r} with store = {store!r}: must be null or "
-                         f"{allowed} (the view must be among the stored layers)")
+        raise ElmoConfigError(f"{where} vectors = {view!r} with store = {store!r}: must be null or "
+                              f"{allowed} (the view must be among the stored layers)", "vectors", None)
     return spec.name
 
 
@@ -172,8 +174,8 @@ def similarity(obj, other) -> float:
     vectors have different widths (e.g. a static vector)."""
     a, b = obj.vector, other.vector
     if a.shape != b.shape:
-        raise ValueError(f"cannot compare a {a.shape[-1]}-dim contextual vector with a {b.shape[-1]}-dim "
-                         f"vector of {type(other).__name__} {other.text!r}")
+        raise ElmoInputError(f"cannot compare a {a.shape[-1]}-dim contextual vector with a {b.shape[-1]}-dim "
+                             f"vector of {type(other).__name__} {other.text!r}")
     na, nb = _norm(a), _norm(b)
     if na == 0 or nb == 0:
         warnings.warn(Warnings.W008.format(obj=type(obj).__name__))

@@ -14,13 +14,16 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 import numpy
 
 from ..bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
-from ..bilm.errors import ElmoError
+from ..bilm.errors import ElmoError, ElmoWeightsError
+from .config import PretrainConfigError
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 
 
 class CorpusError(ElmoError, ValueError):
-    """A corpus file is missing, empty or not text."""
+    """A corpus cannot be used: a file is missing, empty or not text, a pre-tokenised corpus is
+    malformed, a sentence is too long to store, or the corpus has too few sentences for one
+    training step. Subclasses :class:`ValueError`."""
 
 
 def resolve_paths(patterns: Sequence[str]) -> List[str]:
@@ -177,7 +180,7 @@ def build_vocab(types: Sequence[str], train: Split, size: int, min_count: int) -
     Returns (words, type_to_word): type_to_word maps each type id to its word id (2 = <UNK>).
     """
     if size < 4:
-        raise ValueError(f"vocab.size must be at least 4, got {size}")
+        raise PretrainConfigError(f"[vocab] size = {size}: must be at least 4")
     counts = numpy.bincount(train.tokens, minlength=len(types))
     counts[:2] = 0
     order = numpy.argsort(-counts, kind="stable")
@@ -190,9 +193,9 @@ def map_types_to_words(types: Sequence[str], words: Sequence[str]) -> numpy.ndar
     """(n_types,) int64 word id of each type in a softmax vocabulary ``words`` ([<S>, </S>, <UNK>,
     ...], as :func:`build_vocab` makes and ``vocab.txt`` stores): types 0/1 (<S>/</S>) map to
     words 0/1, other types to their entry of ``words`` after the first three, or to 2 (<UNK>).
-    Raises ValueError if ``words`` does not start with <S>, </S>, <UNK>."""
+    Raises ElmoWeightsError (a ValueError) if ``words`` does not start with <S>, </S>, <UNK>."""
     if list(words[:3]) != [BOS, EOS, UNK]:
-        raise ValueError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
+        raise ElmoWeightsError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
     word_ids = {w: i for i, w in enumerate(words) if i >= 3}  # a literal "<S>" in the text is a word
     type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
     type_to_word[:2] = 0, 1

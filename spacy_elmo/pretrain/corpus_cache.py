@@ -20,7 +20,7 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     """{"types", "train" (Split), "heldout" (Split), "files"}: the corpus of cfg's [corpus],
     tokenised once and cached in out_dir/corpus/ under a key of those settings (a cache with
     another key is rebuilt). Raises CorpusError if [corpus] paths is empty, for missing or
-    unreadable files; ValueError if no training sentence is left."""
+    unreadable files; CorpusError (a ValueError) if no training sentence is left."""
     cache = out_dir / "corpus"
     key = cache_key(cfg["corpus"])
     if (cache / "key.json").is_file() and (cache / "key.json").read_text() == key:
@@ -46,7 +46,7 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
         progress=progress,
     )
     if len(train) == 0:
-        raise ValueError("The corpus has no training sentences (all text went to the held-out slice?)")
+        raise CorpusError("The corpus has no training sentences (all text went to the held-out slice?)")
     write_cache(cache, key, types, train, heldout, files)
     return {"types": types, "train": train, "heldout": heldout, "files": files}
 

@@ -87,13 +87,13 @@ def biLM_datasets(lm: LanguageModel) -> dict:
 
 def load_biLM_datasets(lm: LanguageModel, data: dict) -> None:
     """Inverse of :func:`biLM_datasets`: load bilm-tf datasets into the training LM. Raises
-    ValueError naming the parameter on a shape mismatch."""
+    ElmoWeightsError (a ValueError) naming the parameter on a shape mismatch."""
     sd = from_bilm_state_dict(lm, to_state_dict(dict(data), lm.options()))
     own = lm.state_dict()
     tensors = {k: torch.from_numpy(numpy.ascontiguousarray(v, dtype=numpy.float32)) for k, v in sd.items()}
     for k, v in tensors.items():
         if own[k].shape != v.shape:
-            raise ValueError(f"Shape mismatch for {k}: model {tuple(own[k].shape)}, file {tuple(v.shape)}")
+            raise ElmoWeightsError(f"Shape mismatch for {k}: model {tuple(own[k].shape)}, file {tuple(v.shape)}")
     lm.load_state_dict(tensors, strict=False)
 
 
@@ -144,7 +144,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
 
     Raises FileNotFoundError naming the missing file; ElmoWeightsError (a ValueError) naming the
     file for an unreadable or malformed options.json, weights.hdf5 or lm_head.hdf5, or a vocab.txt /
-    lm_head.hdf5 / options.json that do not belong together; ValueError if the biLM uses clipping
+    lm_head.hdf5 / options.json that do not belong together; ElmoWeightsError (a ValueError) if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`); ElmoWeightsError for options above the size
     limit of :func:`~spacy_elmo.bilm.weights.check_size` ($SPACY_ELMO_MAX_PARAMS).
     """
@@ -160,7 +160,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     check_size(options, paths["weights.hdf5"])  # before LanguageModel allocates (see BiLM.from_files)
     lstm, cnn = options["lstm"], options["char_cnn"]
     if lstm.get("cell_clip") or lstm.get("proj_clip"):
-        raise ValueError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
+        raise ElmoWeightsError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
     try:
         words = read_vocab(paths["vocab.txt"])
     except (OSError, UnicodeDecodeError) as e:

@@ -27,6 +27,7 @@ from torch.nn import functional as F
 
 from ..bilm.char_cnn import CharCNN
 from ..bilm.chars import MAX_CHARS, N_CHARACTERS
+from .config import PretrainConfigError
 from .recurrent import NativeRecurrence, ProjectedLSTM, recurrence, run_layers
 from .token_encoder import encode_types
 
@@ -137,16 +138,16 @@ class LanguageModel(nn.Module):
     of the softmax. lstm_impl: "fused" or "torch" (see the module docstring); gemm_dtype:
     torch.float32 or torch.bfloat16 for the fused LSTM's products; compile: run its recurrences as
     native ops, else with torch.compile'd steps (falls back to eager where neither is available:
-    :func:`.recurrent.recurrence`). Raises ValueError for an
+    :func:`.recurrent.recurrence`). Raises PretrainConfigError (a ValueError) for an
     unknown lstm_impl, or bfloat16 with "torch"."""
 
     def __init__(self, model_cfg: dict, softmax_cfg: dict, vocab_size: int, lstm_impl: str = "fused",
                  gemm_dtype: torch.dtype = torch.float32, compile: bool = False):
         super().__init__()
         if lstm_impl not in LSTM_IMPLS:
-            raise ValueError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
+            raise PretrainConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
         if lstm_impl == "torch" and gemm_dtype != torch.float32:
-            raise ValueError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
+            raise PretrainConfigError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
         self.lstm_impl, self.gemm_dtype = lstm_impl, gemm_dtype
         c = model_cfg
         self.n_layers = int(c["n_layers"])

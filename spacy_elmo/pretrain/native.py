@@ -42,6 +42,9 @@ from typing import Dict, Optional
 
 import torch
 
+from ..bilm.errors import ElmoError
+from .config import PretrainConfigError
+
 FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-std=c++17", "-shared",
          "-fPIC", "-w"]
 BUILD_TIMEOUT_S = 600
@@ -52,12 +55,18 @@ MAIN = "spacy_elmo_lstmp.cpp"  # the one translation unit; it includes the heade
 KERNELS_ENV = "SPACY_ELMO_KERNELS"
 
 
+class NativeBuildError(ElmoError, RuntimeError):
+    """The native kernels cannot be built: no C++ compiler (set ``CXX``), C++ sources missing
+    from the install, or the compiler failed (the message ends with its output).
+    ``SPACY_ELMO_NATIVE=0`` runs without them. Subclasses :class:`RuntimeError`."""
+
+
 def sources() -> Dict[str, str]:
     """{file name: text} of the C++ sources in :data:`CSRC` (``*.cpp``, ``*.h``), sorted by name.
-    Raises RuntimeError if :data:`MAIN` is missing (an install without the package data)."""
+    Raises NativeBuildError (a RuntimeError) if :data:`MAIN` is missing (an install without the package data)."""
     files = {p.name: p.read_text(encoding="utf-8") for p in sorted(CSRC.glob("*")) if p.suffix in (".cpp", ".h")}
     if MAIN not in files:
-        raise RuntimeError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
+        raise NativeBuildError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
     return files
 
 
@@ -102,7 +111,7 @@ def _build() -> Path:
     """The library's path, compiled first if the kernel cache has no copy for these sources yet."""
     cxx = _compiler()
     if not cxx:
-        raise RuntimeError("no C++ compiler found (set CXX)")
+        raise NativeBuildError("no C++ compiler found (set CXX)")
     files = sources()
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
     texts = [f"{name}\n{text}" for name, text in files.items()]
@@ -122,7 +131,7 @@ def _build() -> Path:
         done = subprocess.run(_command(cxx, tmp / MAIN, out), capture_output=True, text=True,
                               timeout=BUILD_TIMEOUT_S)
         if done.returncode != 0:
-            raise RuntimeError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+            raise NativeBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
         os.replace(out, lib)  # atomic: a concurrent build of the same key writes the same file
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -133,11 +142,11 @@ OFF = ("0", "false", "no", "off")
 
 
 def enabled() -> bool:
-    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); ValueError for a value
-    that is neither that nor 1 / true / yes / on / empty."""
+    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); PretrainConfigError (a
+    ValueError) for a value that is neither that nor 1 / true / yes / on / empty."""
     value = os.environ.get("SPACY_ELMO_NATIVE", "").strip().lower()
     if value not in OFF + ("", "1", "true", "yes", "on"):
-        raise ValueError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
+        raise PretrainConfigError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
     return value not in OFF
 
 

@@ -21,8 +21,8 @@ from ..bilm.errors import ElmoWeightsError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
 from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
-from .config import load_config
-from .corpus import build_vocab, map_types_to_words, type_char_ids
+from .config import PretrainConfigError, load_config
+from .corpus import CorpusError, build_vocab, map_types_to_words, type_char_ids
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
 from .export import load_model, write_model
@@ -76,25 +76,25 @@ def _load_init_from(init_from: str):
     except ElmoWeightsError as err:
         raise ElmoWeightsError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
     except ValueError as err:
-        raise ValueError(f"{where}: {err}") from None
+        raise PretrainConfigError(f"{where}: {err}") from None
 
 
 def _warm_start(lm: LanguageModel, source_lm: LanguageModel, init_from: str) -> dict:
     """Load source_lm's weights into lm, widened (:mod:`.widen`) where lm's projection or cells are
-    larger; returns the width change ({} if none). Raises ValueError naming [training] init_from
+    larger; returns the width change ({} if none). Raises PretrainConfigError (a ValueError) naming [training] init_from
     for any other difference of architecture."""
     try:
         change = width_change(source_lm, lm)
         lm.load_state_dict(widened_state_dict(source_lm, lm) if change else source_lm.state_dict())
     except (RuntimeError, ValueError) as err:
-        raise ValueError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
-                         f"[softmax] of this config ({str(err).splitlines()[0]})") from None
+        raise PretrainConfigError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
+                                  f"[softmax] of this config ({str(err).splitlines()[0]})") from None
     return change
 
 
 def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
     """The training LanguageModel of a config, on its [training] device, and how it runs (for
-    meta.json). Raises ValueError for an unknown or unavailable device or precision."""
+    meta.json). Raises PretrainConfigError (a ValueError) for an unknown or unavailable device or precision."""
     s = training_settings(cfg)
     impl = s.lstm_impl
     device = resolve_device(s.device)
@@ -258,10 +258,11 @@ def _check_extends_stable_phase(s: TrainingSettings, step: int) -> None:
     """A stable checkpoint continues only into a schedule whose decay starts at or after it."""
     start = decay_start_step(s.warmup_steps, s.max_steps, s.decay_steps)
     if not s.decay_steps or start < step:
-        raise ValueError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] max_steps = "
-                         f"{s.max_steps:,} with decay_steps = {s.decay_steps:,} starts "
-                         f"the decay at step {start:,}: raise max_steps to at least "
-                         f"{step + s.decay_steps:,}")
+        raise PretrainConfigError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] "
+                                  "max_steps = "
+                                  f"{s.max_steps:,} with decay_steps = {s.decay_steps:,} starts "
+                                  f"the decay at step {start:,}: raise max_steps to at least "
+                                  f"{step + s.decay_steps:,}")
 
 
 class _Run:
@@ -403,9 +404,9 @@ class _Loop:
         run = self.run
         batches = epoch_batches(run.corpus["train"], run.tpb, self.s.seed, run.state["epoch"])
         if len(batches) < self.per_step:
-            raise ValueError(f"An epoch has {len(batches)} batches, fewer than one step takes "
-                             f"({run.ranks.world} rank(s) x accumulate_batches {self.s.accumulate_batches}): use a "
-                             "larger corpus or smaller [training] tokens_per_batch")
+            raise CorpusError(f"An epoch has {len(batches)} batches, fewer than one step takes "
+                              f"({run.ranks.world} rank(s) x accumulate_batches {self.s.accumulate_batches}): use a "
+                              "larger corpus or smaller [training] tokens_per_batch")
         return batches
 
     def steps(self) -> str:

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
-from ..bilm.errors import ElmoError
 from . import centering, ewt, linear, stats, wic
 from .contextuality import contextuality
 from .embed import embed_tokens
+from .errors import ProbeDataError
 from .mixes import pipeline_mixes
 
 # Peters et al. 2018, Tables 5 and 6: per-layer probes of the 2-layer biLM (layer 1 vs layer 2).
@@ -25,10 +25,6 @@ REFERENCE = {
     "upos": {"task": "POS tagging, PTB (accuracy)", "layers": {"layer_1": 97.3, "layer_2": 96.8}},
     "wsd": {"task": "WSD, SemEval all-words / SemCor 3.0 (F1)", "layers": {"layer_1": 67.4, "layer_2": 69.0}},
 }
-
-
-class ProbeDataError(ElmoError, ValueError):
-    """A data set of the probe is not given; the message names the missing options."""
 
 
 # The probe's data sets: ProbeSettings field -> command-line option.

@@ -1,6 +1,8 @@
 """``python -m spacy_elmo embed INPUT OUTPUT_DIR --ray [ADDRESS]``: the CLI side of :mod:`.run`."""
 from typing import List, Optional
 
+from .errors import ScaleError
+
 RAY_FLAG = "--ray"
 LOCAL = "local"
 
@@ -17,9 +19,9 @@ def optional_value(argv: List[str], flag: str = RAY_FLAG, value: str = LOCAL) ->
 
 
 def check_ray_options(ray: Optional[str], actors: Optional[int], cpus: float, gpus: float) -> None:
-    """Raise ValueError if a pool option is given without --ray."""
+    """Raise ScaleError (a ValueError) if a pool option is given without --ray."""
     if ray is None and (actors is not None or cpus != 1.0 or gpus != 0.0):
-        raise ValueError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
+        raise ScaleError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
 
 
 def run(input_path: str, output: str, ray: str, **kwargs) -> str:

@@ -14,6 +14,8 @@ import json
 import os
 from typing import Dict, List, Optional
 
+from .errors import ScaleError
+
 FORMAT = "spacy-elmo-shards"
 VERSION = 1
 NAME = "manifest.json"
@@ -21,7 +23,7 @@ NAME = "manifest.json"
 
 def build(entries: List[Dict], args: dict, model: str, layers: str, dtype: str, num_layers: int, dim: int,
           source: str, expected: Optional[int] = None) -> Dict:
-    """The manifest of shard ``entries`` (see :mod:`.shards`). Raises ValueError if two shards
+    """The manifest of shard ``entries`` (see :mod:`.shards`). Raises ScaleError (a ValueError) if two shards
     share a line index, or if ``expected`` is given and the shards do not hold exactly lines
     0..expected-1 (naming the first missing line)."""
     entries = sorted(entries, key=lambda e: (e["first"], e["last"]))
@@ -39,7 +41,7 @@ def _check_disjoint(entries: List[Dict]) -> None:
     runs = sorted((a, b, e["file"]) for e in entries for a, b in e["ranges"])
     for (a0, b0, f0), (a1, b1, f1) in zip(runs, runs[1:]):
         if a1 <= b0:
-            raise ValueError(f"line index {a1} is in two shards ({f0}, {f1}): the index column must be unique")
+            raise ScaleError(f"line index {a1} is in two shards ({f0}, {f1}): the index column must be unique")
 
 
 def _check_complete(entries: List[Dict], expected: int) -> None:
@@ -49,7 +51,7 @@ def _check_complete(entries: List[Dict], expected: int) -> None:
             break
         nxt = b + 1
     if nxt != expected:
-        raise ValueError(f"the shards hold lines 0..{nxt - 1} of {expected}: line {nxt} is missing "
+        raise ScaleError(f"the shards hold lines 0..{nxt - 1} of {expected}: line {nxt} is missing "
                          "(run the same command again to finish)")
 
 
@@ -64,7 +66,8 @@ def write(directory: str, manifest: Dict) -> str:
 
 def load(path: str) -> Dict:
     """Read a manifest: ``path`` is the manifest.json or the directory holding it. Raises
-    FileNotFoundError if absent, ValueError if it is not a spacy-elmo shard manifest."""
+    FileNotFoundError if absent, ScaleError (a ValueError) if it is not a
+    spacy-elmo shard manifest."""
     if os.path.isdir(path):
         path = os.path.join(path, NAME)
     if not os.path.isfile(path):
@@ -73,9 +76,9 @@ def load(path: str) -> Dict:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except ValueError as err:
-        raise ValueError(f"{path}: not JSON ({err})") from None
+        raise ScaleError(f"{path}: not JSON ({err})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a spacy-elmo shard manifest (format {FORMAT!r})")
+        raise ScaleError(f"{path}: not a spacy-elmo shard manifest (format {FORMAT!r})")
     if data.get("version") != VERSION:
-        raise ValueError(f"{path}: manifest version {data.get('version')!r}, this spacy-elmo reads version {VERSION}")
+        raise ScaleError(f"{path}: manifest version {data.get('version')!r}, this spacy-elmo reads version {VERSION}")
     return data

@@ -5,13 +5,8 @@ import os
 import re
 from typing import Dict, List
 
-from ..bilm.errors import ElmoError
 from .actor import KILL_ENV, ShardEmbedder
-
-
-class ScaleError(ElmoError, ValueError):
-    """A Ray embed run cannot start or did not finish: bad option, output with other arguments,
-    a failed block (the message names the cause)."""
+from .errors import ScaleError
 
 
 def ray_modules():

@@ -29,7 +29,7 @@ from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ...bilm.precision import check_precision
 from .. import threads
 from ..cache import LayersCache
-from ..loading import check_paths, load_bilm
+from ..loading import ElmoConfigError, check_paths, load_bilm
 from .bilm_shim import BiLMShim
 
 
@@ -55,12 +55,12 @@ def BiLMLayer(name: Optional[str], options_path: Optional[str] = None, weights_p
     check_paths(name, options_path, weights_path, where)
     threads = parse_threads(threads, f"{where} threads")
     if batch_size < 1:
-        raise ValueError(f"{where} batch_size must be >= 1, got {batch_size}")
+        raise ElmoConfigError(f"{where} batch_size must be >= 1, got {batch_size}", "batch_size", None)
     check_precision(precision, f"{where} precision")
     try:
         cache = LayersCache(cache_mb, cache_dtype)
     except ValueError as err:
-        raise ValueError(f"{where} {err}") from None
+        raise ElmoConfigError(f"{where} {err}", "cache_mb", None) from None
     return Model(
         "elmo_bilm", forward, init=init, shims=[BiLMShim()], dims={"nL": None, "nO": None},
         attrs={"source": {"name": name, "options_path": options_path, "weights_path": weights_path,

@@ -6,6 +6,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
+from ..loading import ElmoConfigError
 from ..segments import doc_segments
 
 
@@ -18,7 +19,7 @@ def DocLayers(bilm_layer: Model, window_tokens: int = 128, *,
     Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` names the config
     section in errors. Raises ValueError if ``window_tokens`` < 1."""
     if window_tokens < 1:
-        raise ValueError(f"{where} window_tokens must be >= 1, got {window_tokens}")
+        raise ElmoConfigError(f"{where} window_tokens must be >= 1, got {window_tokens}", "window_tokens", None)
     return Model("elmo_doc_layers", forward, init=init, layers=[bilm_layer], dims={"nL": None, "nO": None},
                  attrs={"window_tokens": int(window_tokens)})
 

@@ -20,6 +20,8 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
+from ..loading import ElmoConfigError
+
 
 class ElmoListener(Model):
     """Model[List[Doc], List[Floats3d]] fed by an upstream ``elmo`` component.
@@ -33,7 +35,7 @@ class ElmoListener(Model):
 
     def __init__(self, upstream_name: str = "*", grad_factor: float = 0.0):
         if grad_factor < 0:
-            raise ValueError(f"grad_factor must be >= 0, got {grad_factor}")
+            raise ElmoConfigError(f"grad_factor must be >= 0, got {grad_factor}", "grad_factor", None)
         Model.__init__(self, name=self.name, forward=forward, dims={"nL": None, "nO": None},
                        attrs={"grad_factor": float(grad_factor)})
         self.upstream_name = upstream_name
@@ -57,8 +59,8 @@ class ElmoListener(Model):
     def verify_inputs(self, docs: List[Doc]) -> None:
         batch_id = self.get_batch_id(docs)
         if batch_id != self._batch_id:
-            raise ValueError(f"ElmoListener got a batch the upstream 'elmo' component did not run "
-                             f"on (batch id {batch_id} vs {self._batch_id})")
+            raise ElmoConfigError(f"ElmoListener got a batch the upstream 'elmo' component did not run "
+                                  f"on (batch id {batch_id} vs {self._batch_id})", "listener", None)
 
     def __getstate__(self):  # callbacks and batch outputs are transient (and not picklable)
         state = super().__getstate__()
@@ -87,19 +89,19 @@ def _from_doc(model: ElmoListener, doc: Doc, is_train: bool):
     data = doc._.elmo if Doc.has_extension("elmo") else None
     if data is None:
         if is_train:
-            raise ValueError(
+            raise ElmoConfigError(
                 "ElmoListener: no biLM layers for this Doc in training. Either let the 'elmo' "
                 "component train (not in [training] frozen_components), or list it in [training] "
-                "annotating_components so it sets doc._.elmo.")
+                "annotating_components so it sets doc._.elmo.", "frozen_components", None)
         if not model.has_dim("nL") and model._load_upstream is not None:
             model._load_upstream()  # sets nL and nO
         if not model.has_dim("nL"):
-            raise ValueError("ElmoListener: dims unknown; add and initialize an 'elmo' component "
-                             "before this component (nlp.initialize())")
+            raise ElmoConfigError("ElmoListener: dims unknown; add and initialize an 'elmo' component "
+                                  "before this component (nlp.initialize())", "elmo", None)
         return model.ops.alloc3f(model.get_dim("nL"), len(doc), model.get_dim("nO"))
     if data.store != "all":
-        raise ValueError(f"ElmoListener needs all biLM layers on the Doc, but the 'elmo' component "
-                         f"stores {data.store!r}: set store = \"all\" in its config")
+        raise ElmoConfigError(f"ElmoListener needs all biLM layers on the Doc, but the 'elmo' component "
+                              f"stores {data.store!r}: set store = \"all\" in its config", "store", None)
     return model.ops.asarray3f(data.layers.astype("float32", copy=False))
 
 

@@ -13,6 +13,9 @@ import numpy
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
+from ...bilm.errors import ElmoInputError
+from ..loading import ElmoConfigError
+
 LN_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
 
 
@@ -32,7 +35,8 @@ def ScalarMix(initial_weights: Optional[Sequence[float]] = None, gamma: float = 
     if initial_weights is not None:
         initial_weights = [float(x) for x in initial_weights]
         if num_layers is not None and len(initial_weights) != num_layers:
-            raise ValueError(f"ScalarMix: {len(initial_weights)} initial_weights for {num_layers} layers")
+            raise ElmoConfigError(f"ScalarMix: {len(initial_weights)} initial_weights for {num_layers} layers",
+                                  "initial_weights", None)
         num_layers = len(initial_weights)
     return Model(
         "scalar_mix", forward, init=init, dims={"nL": num_layers, "nO": None}, params={"w": None, "gamma": None},
@@ -72,7 +76,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     nL = model.get_dim("nL")
     for X in Xs:
         if X.ndim != 3 or X.shape[0] != nL:
-            raise ValueError(f"ScalarMix expects arrays (num_layers + 1 = {nL}, n_tokens, dim), got {X.shape}")
+            raise ElmoInputError(f"ScalarMix expects arrays (num_layers + 1 = {nL}, n_tokens, dim), got {X.shape}")
     if not Xs:
         return [], lambda dYs: []
     w = model.get_param("w")
