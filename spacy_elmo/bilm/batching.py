@@ -18,12 +18,15 @@ biLM's in-place fast paths); True runs under ``torch.enable_grad()`` with the pa
 requiring grad, so the outputs carry the graph for fine-tuning. Stateless and exact either way:
 a sentence's layers do not depend on the other sentences of the call.
 """
-from typing import Iterator, List, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, List, NamedTuple, Sequence, Tuple
 
 import numpy
 import torch
 
 from .errors import ElmoInputError, ElmoInputTypeError
+
+if TYPE_CHECKING:
+    from .model import BiLM
 
 
 class Batch(NamedTuple):
@@ -35,7 +38,7 @@ class Batch(NamedTuple):
     lengths: List[int]
     layers: torch.Tensor
 
-    def split(self, layers=None) -> Iterator:
+    def split(self, layers: Any = None) -> Iterator[Tuple[int, Any]]:
         """``(position, layers[:, b, :lengths[b]])`` for each row ``b``: views of ``layers``
         (default: :attr:`layers`; or any array of the same layout, e.g. its numpy or cupy copy)."""
         layers = self.layers if layers is None else layers
@@ -43,7 +46,7 @@ class Batch(NamedTuple):
             yield i, layers[:, b, :n]
 
 
-def embed_batches(bilm, sentences: Sequence[Sequence[str]], batch_size: int = 64,
+def embed_batches(bilm: "BiLM", sentences: Sequence[Sequence[str]], batch_size: int = 64,
                   grad: bool = False) -> Iterator[Batch]:
     """Run ``bilm`` (a :class:`~.model.BiLM`) over ``sentences`` (lists or tuples of str) batch by
     batch, as the module docstring says, yielding a :class:`Batch` per biLM call; empty

@@ -42,7 +42,7 @@ class Highway(nn.Module):
     ``linear`` holds [W_transform; W_carry] as one (2 * dim, dim) matrix so that one GEMM computes both.
     """
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int) -> None:
         super().__init__()
         self.dim = dim
         self.linear = nn.Linear(dim, 2 * dim)
@@ -80,7 +80,7 @@ class CharCNN(nn.Module):
         pad_id: int = PAD_ID,
         word_dim: int = 0,
         n_words: int = 0,
-    ):
+    ) -> None:
         super().__init__()
         if activation not in ("relu", "tanh"):
             raise ElmoInputError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")

@@ -105,7 +105,7 @@ class ThreadBudget:
     Raises ValueError for a bad ``threads`` (or environment value).
     """
 
-    def __init__(self, threads: Union[int, str] = "auto", interval: float = 1.0):
+    def __init__(self, threads: Union[int, str] = "auto", interval: float = 1.0) -> None:
         env = os.environ.get(ENV)
         self.threads = parse_threads(env, ENV) if env else parse_threads(threads)
         self.interval = float(interval)

@@ -6,6 +6,8 @@ the package outside itself). A plain builtin error is left only for an internal 
 input reaches (a self-check of the native kernels, an argument no caller outside the package
 passes, an error caught and raised again as an ElmoError), and for the ``FileNotFoundError`` /
 ``OSError`` of a path that does not exist or cannot be read."""
+import os
+from typing import Optional, Union
 
 
 class ElmoError(Exception):
@@ -25,7 +27,8 @@ class ElmoWeightsError(ElmoError, ValueError):
     Attributes: ``path`` (the file), ``dataset`` (dataset name or options key, or ``None``).
     """
 
-    def __init__(self, message: str, path=None, dataset=None):
+    def __init__(self, message: str, path: Union[str, os.PathLike, None] = None,
+                 dataset: Optional[str] = None) -> None:
         super().__init__(message)
         self.path = None if path is None else str(path)
         self.dataset = dataset

@@ -13,7 +13,7 @@ cache, ``embed``) asks it for ids and never assumes a scheme. Two schemes:
 Every row is int64 and uses 0 for "no token" only (a padding row of a batch is all zeros), so the
 char embedding has one zero row 0 and the vocabulary's ids are shifted by +1.
 """
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Union
 
 import numpy
 
@@ -66,7 +66,7 @@ class VocabularyIndexer:
 
     kind = "elmoformanylangs"
 
-    def __init__(self, chars: Dict[str, int], words: Optional[Dict[str, int]], max_chars: int):
+    def __init__(self, chars: Dict[str, int], words: Optional[Dict[str, int]], max_chars: int) -> None:
         missing = [s for s in SPECIALS if s not in chars]
         if missing:
             raise ElmoWeightsError(f"the character vocabulary lacks {', '.join(missing)}")
@@ -122,7 +122,7 @@ class VocabularyIndexer:
         return numpy.stack([self._spell("<bos>"), self._spell("<eos>")])
 
 
-def make_indexer(options: dict):
+def make_indexer(options: dict) -> Union[ByteIndexer, VocabularyIndexer]:
     """The indexer of checked options (see :mod:`.options`): :class:`ByteIndexer` without a
     ``vocab`` section, else a :class:`VocabularyIndexer` of ``vocab.chars`` / ``vocab.words``."""
     vocab = options.get("vocab")

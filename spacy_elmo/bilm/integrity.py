@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import os
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from .errors import ElmoWeightsError
 
@@ -54,7 +54,7 @@ def _read(path: str) -> Optional[dict]:
     return data
 
 
-def verify(path, shown: Optional[str] = None) -> bool:
+def verify(path: Union[str, os.PathLike], shown: Optional[str] = None) -> bool:
     """Check a file against the sha256.json beside it. Returns True if a digest was recorded and
     matches, False if none is recorded. Raises ElmoWeightsError naming the file (``shown``, e.g.
     the configured value, else the path) when the digest differs: the file is never used then."""

@@ -23,7 +23,7 @@ Inputs and outputs are packed time-major (see :mod:`.packing`): (2, N, P), direc
 How a layer runs (oneDNN, ``bmm``, autograd, reduced precision): :mod:`.lstm_paths`, one class
 per path, all computing this function.
 """
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -48,8 +48,8 @@ class ElmoLstm(nn.Module):
     connections for layers l > 0.
     """
 
-    def __init__(self, dim: int, projection_dim: int, n_layers: int, cell_clip=None, proj_clip=None,
-                 use_skip_connections: bool = False):
+    def __init__(self, dim: int, projection_dim: int, n_layers: int, cell_clip: Optional[float] = None,
+                 proj_clip: Optional[float] = None, use_skip_connections: bool = False) -> None:
         super().__init__()
         self.dim, self.projection_dim, self.n_layers = dim, projection_dim, n_layers
         self.cell_clip, self.proj_clip = _clip(cell_clip), _clip(proj_clip)
@@ -142,7 +142,7 @@ class ElmoLstm(nn.Module):
             self._workspace = ws
         return ws
 
-    def packed_weights(self, dtype: torch.dtype = torch.float32):
+    def packed_weights(self, dtype: torch.dtype = torch.float32) -> List[Tuple[Tuple[torch.Tensor, ...], ...]]:
         """Per layer: ([w_input_d], [w_state_d], [w_proj_d]) reordered for oneDNN, d = 0, 1, as
         ``dtype`` (float32, or bfloat16 copies for the bfloat16 path); cached (another dtype
         replaces the cached copies)."""
@@ -153,7 +153,7 @@ class ElmoLstm(nn.Module):
                      for l in range(self.n_layers)],
             tag=None if dtype == torch.float32 else dtype)
 
-    def lowp_weights(self, dtype: torch.dtype):
+    def lowp_weights(self, dtype: torch.dtype) -> List[Tuple[torch.Tensor, ...]]:
         """Per layer (w_input, w_state, w_proj), each (2, ., .), copied to ``dtype``; cached."""
         def build():
             with torch.inference_mode(False), torch.no_grad():

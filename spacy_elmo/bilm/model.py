@@ -13,7 +13,7 @@ projection, and whose LSTM layers have residual connections (``options.json`` fo
 see :mod:`.options`).
 """
 import os
-from typing import List, NamedTuple, Optional, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Union
 
 import numpy
 import torch
@@ -61,7 +61,7 @@ class BiLM(nn.Module):
     :mod:`.precision`. Settable later (``bilm.precision = "bfloat16"``); not saved in the files.
     """
 
-    def __init__(self, options: dict, stateful: bool = False, precision: str = "float32"):
+    def __init__(self, options: dict, stateful: bool = False, precision: str = "float32") -> None:
         super().__init__()
         self._precision = check_precision(precision, "BiLM precision")
         self._resolved = {}  # device type -> precision.Resolved (resolved on first use there)
@@ -107,7 +107,8 @@ class BiLM(nn.Module):
         return resolved
 
     @classmethod
-    def from_files(cls, options_file, weight_file, stateful: bool = False, precision: str = "float32") -> "BiLM":
+    def from_files(cls, options_file: Union[str, os.PathLike], weight_file: Union[str, os.PathLike],
+                   stateful: bool = False, precision: str = "float32") -> "BiLM":
         """Load ``options.json`` and a bilm-tf/AllenNLP ``weights.hdf5`` (float32 or float16).
         ``precision``: see the class docstring.
 
@@ -162,7 +163,7 @@ class BiLM(nn.Module):
         """The device of the parameters (they all live on one)."""
         return self.char_cnn.projection.weight.device
 
-    def save(self, directory) -> None:
+    def save(self, directory: Union[str, os.PathLike]) -> None:
         """Write ``options.json`` and ``weights.hdf5`` (float32, bilm-tf layout) into ``directory``,
         and their sha256 into ``sha256.json``. A model with a vocabulary (format_version 2) keeps
         it in ``weights.hdf5`` (:func:`~.weights.write_vocab`), not in ``options.json``."""

@@ -23,7 +23,7 @@ groups of whole tokens, :mod:`.lstm` fixed tiles of packed rows): ~230 shapes, n
 within the first 5,000 docs. Rows of a product are independent, so the real rows are the same
 floats as without padding (``tests/test_memory.py`` checks it bit for bit).
 """
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -128,7 +128,7 @@ class PackedCache:
     """Holds packed weights built from some parameters; rebuilt when any of them changes
     (data pointer or in-place version counter), e.g. after ``load_state_dict`` or an optimiser step."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._key = None
         self._value = None
 
@@ -139,7 +139,7 @@ class PackedCache:
         """Drop the packed copies (they are rebuilt on next use)."""
         self._key = self._value = None
 
-    def get(self, params: Sequence[torch.Tensor], build: Callable[[], object], tag: object = None):
+    def get(self, params: Sequence[torch.Tensor], build: Callable[[], Any], tag: object = None) -> Any:
         """The value ``build()`` made from ``params`` (and ``tag``, e.g. the packed dtype: another
         tag replaces the held copies instead of adding to them)."""
         key = (tag, tuple((p.data_ptr(), p._version) for p in params))

@@ -29,7 +29,7 @@ model holds them inline). A later ``format_version`` is refused with a one-line 
 import copy
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Union
 
 from .errors import ElmoWeightsError
 
@@ -44,7 +44,7 @@ def _fail(path, key, why):
     raise ElmoWeightsError(f"{where}{'.'.join(key)}: {why}", path=path, dataset=".".join(key))
 
 
-def check_options(options: Any, path=None) -> Dict[str, Any]:
+def check_options(options: Any, path: Union[str, os.PathLike, None] = None) -> Dict[str, Any]:
     """Validate an options dict and return a normalised deep copy.
 
     Required: ``lstm.dim``, ``lstm.projection_dim``, ``lstm.n_layers``, ``char_cnn.embedding.dim``,
@@ -157,7 +157,7 @@ def _check_lexicon(lexicon, size: int, key, path) -> None:
         _fail(path, key, f"entry {bad[0]!r}: {bad[1]!r} is not an id in 0..{size - 1}")
 
 
-def read_options(path) -> Dict[str, Any]:
+def read_options(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """Read and check ``options.json``. Raises :class:`ElmoWeightsError` (missing file, bad JSON, bad key)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -170,7 +170,7 @@ def read_options(path) -> Dict[str, Any]:
     return check_options(options, path)
 
 
-def write_options(options: Dict[str, Any], path) -> None:
+def write_options(options: Dict[str, Any], path: Union[str, os.PathLike]) -> None:
     """Write ``options`` as indented JSON to ``path``."""
     with open(path, "w", encoding="utf-8") as f:
         json.dump(options, f, indent=2)

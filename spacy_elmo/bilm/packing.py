@@ -9,7 +9,7 @@ directions have the same active prefix, one ``bmm`` over a stacked (2, n, ·) op
 (Same idea as PyTorch's ``PackedSequence``, with the backward direction packed reversed.)
 """
 from dataclasses import dataclass
-from typing import List
+from typing import List, Sequence, Union
 
 import numpy
 import torch
@@ -51,7 +51,7 @@ class Packing:
         return torch.from_numpy(out)
 
 
-def pack(lengths) -> Packing:
+def pack(lengths: Union[Sequence[int], numpy.ndarray]) -> Packing:
     """Build the :class:`Packing` of rows with the given lengths (sequence of ints >= 0)."""
     lengths = numpy.asarray(lengths, dtype=numpy.int64).reshape(-1)
     if (lengths < 0).any():

@@ -80,7 +80,7 @@ def onednn_bf16_supported() -> bool:
         return False
 
 
-def check_precision(value, where: str = "precision") -> str:
+def check_precision(value: object, where: str = "precision") -> str:
     """``value`` if it is one of PRECISIONS, else ValueError (one line naming ``where``)."""
     if value not in PRECISIONS:
         raise ElmoInputError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")

@@ -34,11 +34,14 @@ LSTM ``w_input[l][d]`` = ``W_0[:P]``, ``w_state[l][d]`` = ``W_0[P:]``, ``bias[l]
 """
 import math
 import os
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple, Union
 
 import numpy
 
 from .errors import ElmoInputError, ElmoWeightsError
+
+if TYPE_CHECKING:
+    import h5py
 
 TF_TO_INTERNAL = (0, 2, 3, 1)  # internal gate k (i, f, o, j) is bilm-tf gate block TF_TO_INTERNAL[k]
 INTERNAL_TO_TF = (0, 3, 1, 2)
@@ -119,7 +122,7 @@ def check_size(options: dict, path: str, limit: Optional[int] = None) -> int:
     return count
 
 
-def open_hdf5(path: str):
+def open_hdf5(path: str) -> "h5py.File":
     """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoWeightsError
     naming the file if it is not a readable HDF5 file (truncated, or another format), and naming
     the dataset if one reads data from outside the file."""
@@ -137,7 +140,7 @@ def open_hdf5(path: str):
     return f
 
 
-def check_self_contained(f, path: str) -> None:
+def check_self_contained(f: "h5py.File", path: str) -> None:
     """Refuse an HDF5 file whose data lives outside it: an external link (``h5py.ExternalLink``),
     a dataset with external raw storage (``Dataset.external``) or a virtual dataset
     (``Dataset.is_virtual``). Such objects make h5py open other files, named by the file itself,
@@ -171,7 +174,7 @@ def check_self_contained(f, path: str) -> None:
         raise error
 
 
-def self_contained_dataset(f, name: str, path: str):
+def self_contained_dataset(f: "h5py.File", name: str, path: str) -> "h5py.Dataset":
     """The dataset ``name`` of the open file ``f``, refused like :func:`check_self_contained`
     does for the whole file (for files with many datasets, checked one at a time). Raises
     ElmoWeightsError naming the dataset; KeyError if there is none."""
@@ -190,7 +193,8 @@ def self_contained_dataset(f, name: str, path: str):
     return obj
 
 
-def read_weights(path, options: dict, max_params: Optional[int] = None) -> Dict[str, numpy.ndarray]:
+def read_weights(path: Union[str, os.PathLike], options: dict,
+                 max_params: Optional[int] = None) -> Dict[str, numpy.ndarray]:
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
     Before anything is read, the parameter count implied by ``options`` is checked against
@@ -240,7 +244,7 @@ def read_weights(path, options: dict, max_params: Optional[int] = None) -> Dict[
     return out
 
 
-def write_weights(path, arrays: Dict[str, numpy.ndarray]) -> None:
+def write_weights(path: Union[str, os.PathLike], arrays: Dict[str, numpy.ndarray]) -> None:
     """Write ``arrays`` (dataset name -> array) as float32 datasets to a new HDF5 file ``path``."""
     import h5py
 
@@ -316,7 +320,7 @@ def from_state_dict(sd: Dict[str, numpy.ndarray], options: dict) -> Dict[str, nu
     return {k: numpy.ascontiguousarray(v, dtype=numpy.float32) for k, v in out.items()}
 
 
-def write_vocab(path, vocab: dict) -> None:
+def write_vocab(path: Union[str, os.PathLike], vocab: dict) -> None:
     """Append the vocabularies of a ``vocab`` options section (``chars``, and ``words`` unless
     None) to the HDF5 file ``path`` as the ``vocab/...`` datasets of the module docstring."""
     import h5py
@@ -332,7 +336,7 @@ def write_vocab(path, vocab: dict) -> None:
             f.create_dataset(f"vocab/{part}/ids", data=numpy.array(list(lexicon.values()), dtype=numpy.int64))
 
 
-def read_vocab(path, parts=("chars", "words")) -> Dict[str, Dict[str, int]]:
+def read_vocab(path: Union[str, os.PathLike], parts: Sequence[str] = ("chars", "words")) -> Dict[str, Dict[str, int]]:
     """The vocabularies stored by :func:`write_vocab`: {"chars": {str: id}, "words": ...} for
     each part present. Raises ElmoWeightsError naming the file and dataset when a part is
     malformed (lengths that do not add up, not UTF-8, counts that differ)."""
