@@ -105,13 +105,13 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
 
 def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:
     """Check ``pretrain``'s OUTPUT_DIR and parse its extra arguments (:func:`parse_overrides`).
-    Raises PretrainConfigError (a ValueError) (one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
+    Raises PretrainConfigError (a ValueError, one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
     taken as the directory; write ``./-name`` for such a folder), an argument that is not
     ``--section.key``, or a section or setting the default config lacks."""
     if output_dir.startswith("-"):
         raise PretrainConfigError(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; for such a "
-                                  "folder "
-                                  f"write ./{output_dir}).")
+                                  "folder write "
+                                  f"./{output_dir}).")
     overrides = parse_overrides(args)
     default = Config().from_str(default_config_text(), interpolate=False)
     for key in overrides:
