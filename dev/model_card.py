@@ -193,8 +193,8 @@ def _speed(meta: dict) -> str:
     if not sp:
         return ""
     return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s against "
-            f"{sp['previous_tokens_per_s']:,.0f} for the "
-            f"previous release ({sp['previous_shape']}), {sp['bytes_per_token']:,} bytes per token in `doc._.elmo` "
+            f"{sp['previous_tokens_per_s']:,.0f} for {sp['previous_shape']}, "
+            f"{sp['bytes_per_token']:,} bytes per token in `doc._.elmo` "
             f"against {sp['previous_bytes_per_token']:,} (`{sp['command']}`, {sp['machine']}); it trades speed "
             "for a lower perplexity per token seen.\n")
 

@@ -91,6 +91,13 @@ def _lineage(src: Path, dst: Path) -> dict:
     return _source_meta(init_from, dst)
 
 
+def _carry_speed(meta: dict, previous: Optional[dict]) -> None:
+    """Keep the shipped model's ``evaluation.speed`` when the shape (``options``) is unchanged: speed
+    and ``doc._.elmo`` bytes per token depend on the shape and the code, not on the weights."""
+    speed = (previous or {}).get("evaluation", {}).get("speed")
+    if speed and previous.get("options") == meta.get("options"):
+        meta["evaluation"]["speed"] = speed
+
 def _to_float16(path: Path) -> None:
     """Rewrite every floating-point dataset of an HDF5 file as float16, keeping names and the
     file's attributes (atomically: a temporary file renamed into place)."""
@@ -203,6 +210,7 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False, demo:
     meta.setdefault("evaluation", {})["senses"] = _senses(dst)
     if demo:
         meta["evaluation"]["demo"] = _demo(Path(demo))
+    _carry_speed(meta, previous)
     (dst / "meta.json").write_text(json.dumps(meta, indent=2))
     (dst / "config.cfg").write_text(shipped_config((src / "config.cfg").read_text(encoding="utf-8")),
                                     encoding="utf-8")
