@@ -98,6 +98,7 @@ def _carry_speed(meta: dict, previous: Optional[dict]) -> None:
     if speed and previous.get("options") == meta.get("options"):
         meta["evaluation"]["speed"] = speed
 
+
 def _to_float16(path: Path) -> None:
     """Rewrite every floating-point dataset of an HDF5 file as float16, keeping names and the
     file's attributes (atomically: a temporary file renamed into place)."""

@@ -52,3 +52,18 @@ def test_float16_storage_keeps_names_attributes_and_rounded_values(tmp_path):
             assert f[k].dtype == numpy.float16
             numpy.testing.assert_array_equal(f[k][...], v.astype(numpy.float16))
     assert not (tmp_path / "w.hdf5.tmp").exists()
+
+
+def test_speed_is_kept_only_while_the_shape_is_unchanged():
+    ship = _ship()
+    speed = {"tokens_per_s": 6234, "bytes_per_token": 6144}
+    previous = {"options": {"lstm": {"projection_dim": 256}}, "evaluation": {"speed": speed}}
+    same = {"options": {"lstm": {"projection_dim": 256}}, "evaluation": {}}
+    ship._carry_speed(same, previous)
+    assert same["evaluation"]["speed"] == speed
+    wider = {"options": {"lstm": {"projection_dim": 512}}, "evaluation": {}}
+    ship._carry_speed(wider, previous)
+    assert "speed" not in wider["evaluation"]
+    scratch = {"options": {}, "evaluation": {}}
+    ship._carry_speed(scratch, {})  # trained from scratch: no previous release
+    assert "speed" not in scratch["evaluation"]

@@ -1,0 +1,25 @@
+"""dev/demo_seeds.py: model labels and the seed summary (mean gains, paired differences)."""
+import pytest
+
+from helpers import load_script
+
+
+def test_labels_default_to_the_directory_name_and_must_differ():
+    seeds = load_script("dev/demo_seeds.py")
+    assert seeds.labelled(["new=models/en_elmo_small", "old/en_elmo_v1"]) == {
+        "new": "models/en_elmo_small", "en_elmo_v1": "old/en_elmo_v1"}
+    with pytest.raises(SystemExit, match="used twice"):
+        seeds.labelled(["a/en_elmo_small", "b/en_elmo_small"])
+    with pytest.raises(SystemExit, match="used twice"):
+        seeds.labelled(["base=x"])
+
+
+def test_summary_gives_mean_gains_and_paired_differences():
+    seeds = load_script("dev/demo_seeds.py")
+    lines = seeds.summarize([92.0, 92.5, 91.5], {"new": [94.5, 94.0, 94.0], "old": [94.0, 94.5, 93.0]})
+    assert lines == [
+        "baseline: mean 92.00",
+        "new: mean 94.17, gain +2.17",
+        "old: mean 93.83, gain +1.83",
+        "new - old: +0.33 (sd 0.76; positive in 2 of 3 seeds)",
+    ]
