@@ -3,14 +3,15 @@
     python dev/demo_seeds.py [LABEL=]MODEL ... [--task tagger|ner] [--seeds 0 1 2 3 4] [--out DIR]
 
 Trains the demo's baseline and, per MODEL, its ELMo pipeline once per seed, in the demo's setting
-(`project.yml`: `corpus/demo/*.spacy` from `spacy project run demo-subsets`, 1,000 steps,
-evaluation every 200, frozen biLM), evaluates each `model-best` on the demo dev subset with
+(`corpus/demo/*.spacy` from `spacy project run demo-subsets`; `demo_max_steps` and
+`demo_eval_frequency` from `project.yml`; frozen biLM), evaluates each `model-best` on the demo dev subset with
 `spacy evaluate --gold-preproc`, and prints the score of every run, the mean gain of each model
 over the baseline of the same seed, and each model's mean paired difference from the first MODEL
 (with its standard deviation and how many seeds it is positive in). One seed's demo score moves by
 about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is what to compare.
 LABEL (default: the model directory's name) names its runs under DIR; runs already evaluated
-there are reused. Run from the repository root.
+there are reused. Run from the repository root; `python -m spacy` there imports that checkout's
+`spacy_elmo`, so a registered name such as `en_elmo_small` means that checkout's model: pass paths.
 """
 import argparse
 import json
@@ -18,6 +19,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import srsly
 
 TASKS = {  # config stem, demo data, score key in spacy evaluate's output
     "tagger": ("tagger", "ewt", "tag_acc"),
@@ -32,10 +35,11 @@ def run_once(task: str, label: str, model, seed: int, out: Path) -> float:
     scores = out / f"{name}.json"
     if not scores.is_file():
         cfg = f"configs/{stem}_{'base' if model is None else 'elmo'}.cfg"
+        demo = srsly.read_yaml("project.yml")["vars"]
         train = [sys.executable, "-m", "spacy", "train", cfg, "--output", str(out / name),
                  "--paths.train", f"corpus/demo/{data}-train.spacy", "--paths.dev", f"corpus/demo/{data}-dev.spacy",
-                 "--gpu-id", "-1", "--training.max_steps", "1000", "--training.eval_frequency", "200",
-                 "--system.seed", str(seed)]
+                 "--gpu-id", "-1", "--training.max_steps", str(demo["demo_max_steps"]),
+                 "--training.eval_frequency", str(demo["demo_eval_frequency"]), "--system.seed", str(seed)]
         if model is not None:
             train += ["--components.elmo.model.name", str(model)]
         subprocess.run(train, check=True, stdout=subprocess.DEVNULL)
