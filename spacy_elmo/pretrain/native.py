@@ -26,11 +26,15 @@ The C++ lives in ``csrc/`` beside this module (package data: ``spacy_elmo_lstmp.
 translation unit, and the headers it includes); this module is its compiler driver and loader.
 The library is compiled once per machine, torch version and source (``-O3 -march=native``,
 ~25 s) into ``<kernels>/<key>/`` (``<kernels>``: :func:`kernels_dir`, ``$SPACY_ELMO_KERNELS`` or
-``~/.cache/spacy-elmo/_kernels``) and loaded with ``torch.ops.load_library``. :func:`lstmp_ops`
+``~/.cache/spacy-elmo/_kernels``) and loaded through :mod:`.kernel_cache`, which creates that folder
+private (mode 0700), records the library's sha256 beside it, and loads a cached library only after
+checking its owner, its mode, its folder's and its digest (a library planted in a folder others can
+write is never loaded; it is built again in a private folder). :func:`lstmp_ops`
 returns None, with a warning, where that fails (no compiler, another platform, no ``csrc/``);
 ``SPACY_ELMO_NATIVE=0`` (or false / no / off) turns it off. The trainer then runs
 torch.compile'd or eager cells (:func:`.recurrent.recurrence`) and the unfused loss.
 """
+import ctypes
 import hashlib
 import os
 import shutil
@@ -43,6 +47,7 @@ from typing import Dict, Optional
 import torch
 
 from ..bilm.errors import ElmoError
+from . import kernel_cache
 from .config import PretrainConfigError
 
 FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-std=c++17", "-shared",
@@ -107,35 +112,45 @@ def _command(cxx: str, src: Path, out: Path) -> list:
             f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
 
 
-def _build() -> Path:
-    """The library's path, compiled first if the kernel cache has no copy for these sources yet."""
+LIBRARY = "spacy_elmo_lstmp.so"
+
+
+def _key(cxx: str, files: Dict[str, str]) -> str:
+    """The cache entry's name: a hash of the sources, flags, torch, compiler and CPU."""
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+    texts = [f"{name}\n{text}" for name, text in files.items()]
+    return hashlib.sha256("\0".join([*texts, " ".join(FLAGS), torch.__version__, cxx, version, sys.platform,
+                                       _cpu_identity()]).encode()).hexdigest()[:16]
+
+
+def _compile(cxx: str, files: Dict[str, str], scratch: Path) -> Path:
+    """Compile ``files`` in the empty folder ``scratch``; returns the built library (which
+    :func:`.kernel_cache.load` checks in and moves into place)."""
+    for name, text in files.items():  # the sources hashed into the key, whatever happens to CSRC meanwhile
+        (scratch / name).write_text(text, encoding="utf-8")
+    out = scratch / LIBRARY
+    done = subprocess.run(_command(cxx, scratch / MAIN, out), capture_output=True, text=True,
+                          timeout=BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise NativeBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+    return out
+
+
+def _load_library() -> Path:
+    """Build (where the kernel cache has no trusted copy for these sources yet) and load the
+    library through :func:`.kernel_cache.load`; returns the folder it was loaded from."""
     cxx = _compiler()
     if not cxx:
         raise NativeBuildError("no C++ compiler found (set CXX)")
     files = sources()
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
-    texts = [f"{name}\n{text}" for name, text in files.items()]
-    key = hashlib.sha256("\0".join([*texts, " ".join(FLAGS), torch.__version__, cxx, version, sys.platform,
-                                     _cpu_identity()]).encode()).hexdigest()[:16]
-    folder = kernels_dir() / key
-    lib = folder / "spacy_elmo_lstmp.so"
-    if lib.is_file():
-        return lib
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f"build-{os.getpid()}"
-    tmp.mkdir(exist_ok=True)
-    try:
-        for name, text in files.items():  # the sources hashed above, whatever happens to CSRC meanwhile
-            (tmp / name).write_text(text, encoding="utf-8")
-        out = tmp / lib.name
-        done = subprocess.run(_command(cxx, tmp / MAIN, out), capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
-        if done.returncode != 0:
-            raise NativeBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
-        os.replace(out, lib)  # atomic: a concurrent build of the same key writes the same file
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return lib
+    folder = kernels_dir() / _key(cxx, files)
+    return kernel_cache.load(folder, LIBRARY, lambda scratch: _compile(cxx, files, scratch), _dlopen)
+
+
+def _dlopen(path: str) -> None:
+    """Load the library at ``path`` (``/proc/self/fd/N``; its constructors register the ops).
+    Not ``torch.ops.load_library``: that resolves the fd's link back to the file's path."""
+    ctypes.CDLL(path)
 
 
 OFF = ("0", "false", "no", "off")
@@ -157,7 +172,7 @@ def lstmp_ops():
         ops = None
         if enabled():
             try:
-                torch.ops.load_library(str(_build()))
+                _load_library()
                 ops = torch.ops.spacy_elmo_lstmp
             except Exception as err:  # noqa: BLE001 - any build or load failure means: run without
                 first = str(err).splitlines()[0][:300] if str(err) else ""
