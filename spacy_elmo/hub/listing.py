@@ -65,8 +65,8 @@ def _row(name: str, kind: str, directory: Optional[str], verify: bool) -> Dict[s
         row.update(size=_mb(cache.kept_bytes(name)), status="partial",
                    command=hints.next_command(name))
         return row
-    row.update(shape=shape_of(os.path.join(directory, "options.json")),
-               size=_mb(sum(cache.sizes(directory).values())), status="ready")
+    row.update(shape=shape_of(os.path.join(directory, "options.json")), size=_mb(sum(cache.sizes(directory).values())),
+               status="ready (packaged)" if kind == "packaged" else "ready")
     recorded = (cache.read_source(name) or {}).get("sizes") if kind != "packaged" else None
     if recorded and recorded != cache.sizes(directory):
         row.update(status="CHANGED: sizes differ from the download", command=hints.next_command(name, force=True))
@@ -81,7 +81,7 @@ def _row(name: str, kind: str, directory: Optional[str], verify: bool) -> Dict[s
 def rows(verify: bool = False) -> List[Dict[str, object]]:
     """One dict per model: name, kind (packaged / catalog / downloaded), format, language,
     language_name (catalog), size, licence, trained_on (catalog), urls, sha256, shape, status
-    (ready / partial / not downloaded / CHANGED / CORRUPT), command (what to run, "" when
+    (ready / ready (packaged) / partial / not downloaded / CHANGED / CORRUPT), command (what to run, "" when
     nothing is needed), path. ``verify`` re-hashes every present file against its sha256.json
     (slow for big ones). Raises ElmoDownloadArgumentError (a ValueError) for a mirror variable
     that is not an http(s) URL."""
