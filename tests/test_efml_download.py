@@ -136,7 +136,7 @@ def test_download_arguments_are_checked():
     assert bad.exit_code == 2 and "'efml-xx' is not a model of the catalog" in bad.output
     bad = runner.invoke(app, ["download", "http://127.0.0.1:9/x.zip", "--format", "elmoformanylangs",
                               "--name", "efml-de"])
-    assert bad.exit_code == 2 and "is the catalog's model's name" in bad.output
+    assert bad.exit_code == 2 and "is taken by a model of the catalog" in bad.output
 
 
 def test_bad_download_arguments_are_elmo_errors_and_value_errors():

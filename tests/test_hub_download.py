@@ -273,7 +273,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     (["download", "elmo-huge"], "'elmo-huge' is not a model of the catalog"),
     (["download", "http://x/o.json", "http://x/w.hdf5"], "--name NAME"),
-    (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "elmo-small"], "is the catalog's model's name"),
+    (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "elmo-small"], "is taken by a model of the catalog"),
     (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "../up"], "invalid model name"),
     (["download", "ftp://x/o.json", "http://x/w.hdf5", "--name", "m"], "not an http(s) URL"),
     (["download", "elmo-small", "--sha256", "abc"], "64 hex digits"),

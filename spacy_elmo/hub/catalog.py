@@ -146,4 +146,4 @@ def unknown_name(name: str) -> str:
     close = difflib.get_close_matches(name, names(), n=3, cutoff=0.6)
     near = f" (did you mean {', '.join(close)}?)" if close else ""
     return (f"{name!r} is not a model of the catalog{near}; the catalog's names: {', '.join(names())} "
-            "(python -m spacy_elmo models lists them)")
+            "(see them with: python -m spacy_elmo models)")

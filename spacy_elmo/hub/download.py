@@ -85,9 +85,9 @@ def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
         return entry.urls()
     urls = {file: check_url(urls[file]) for file in cache.FILES}
     if entry is not None or name in available():
-        kind = "the catalog's" if entry is not None else "a packaged"
+        kind = "a model of the catalog" if entry is not None else "a packaged model"
         args = [urls["options.json"], urls["weights.hdf5"]]
-        raise ElmoDownloadArgumentError(f"--name {name!r} is {kind} model's name: download these URLs under another "
+        raise ElmoDownloadArgumentError(f"--name {name!r} is taken by {kind}: download these URLs under another "
                                         f"name: {hints.under_free_name(args, name, available())}")
     return urls
 

@@ -59,9 +59,9 @@ def _resolve(name: str, url: Optional[str]) -> str:
         return entry.urls()[ZIP]
     check_url(url)
     if entry is not None or name in available():
-        kind = "the catalog's" if entry is not None else "a packaged"
+        kind = "a model of the catalog" if entry is not None else "a packaged model"
         raise ElmoDownloadArgumentError(
-            f"--name {name!r} is {kind} model's name: download this zip under another name: "
+            f"--name {name!r} is taken by {kind}: download this zip under another name: "
             f"{hints.under_free_name([url, '--format', catalog.EFML], name, available())}")
     return url
 

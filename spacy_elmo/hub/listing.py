@@ -44,14 +44,15 @@ def _base(name: str, kind: str) -> dict:
     """The row's fixed fields: from the catalog entry, else from source.json (a downloaded model)."""
     entry = catalog.get(name)
     if entry is not None:
-        return {**entry.as_dict(), "kind": "catalog", "size": f"~{entry.size_mb} MB" if entry.size_mb else "?"}
+        return {"kind": "catalog", **entry.as_dict(), "size": f"~{entry.size_mb} MB" if entry.size_mb else "?"}
     source = (cache.read_source(name) or {}) if kind == "downloaded" else {}
     urls = source.get("urls") if isinstance(source.get("urls"), dict) else (
         {catalog.ZIP: source["url"]} if isinstance(source.get("url"), str) else {})
-    fmt = catalog.EFML if source.get("format") == catalog.EFML else catalog.BILM_TF
-    licence = "see its ATTRIBUTION.md" if kind == "packaged" else "?"
-    return {"name": name, "kind": kind, "format": fmt, "language": "en" if kind == "packaged" else "?",
-            "licence": licence, "size": "-", "urls": urls, "sha256": {}, "shape": None}
+    packaged, fmt = kind == "packaged", catalog.EFML if source.get("format") == catalog.EFML else catalog.BILM_TF
+    return {"kind": kind, "name": name, "format": fmt,
+            "language": "en" if packaged else "?", "language_name": "English" if packaged else "?", "size_mb": None,
+            "licence": "see its ATTRIBUTION.md" if packaged else "?", "trained_on": "see its README.md" if packaged
+            else "?", "urls": urls, "sha256": {}, "shape": None, "size": "-"}
 
 
 def _row(name: str, kind: str, directory: Optional[str], verify: bool) -> Dict[str, object]:
