@@ -217,7 +217,7 @@ def test_urls_with_a_name(server, tiny):
     assert BiLM.from_pretrained("my-elmo").options == tiny[0].options
     row = next(r for r in rows() if r["name"] == "my-elmo")
     assert row["kind"] == "downloaded" and row["status"] == "ready"
-    with pytest.raises(ValueError, match="downloaded from other URLs"):
+    with pytest.raises(ValueError, match="downloaded from another source"):
         download_model("my-elmo", {"options.json": urls["options.json"], "weights.hdf5": urls["options.json"]}, **FAST)
 
 

@@ -134,7 +134,7 @@ def test_a_name_taken_by_another_source_prints_two_commands_that_work(server, ti
         first, second = [urls["options.json"], urls["weights.hdf5"]], [urls["options.json"], server.url + "/n/w.hdf5"]
         run(["download", *first, "--name", "my"])
     result = CliRunner().invoke(app, ["download", *second, "--name", "my", "--quiet"])
-    assert result.exit_code == 2 and ("from other URLs" in result.output or "from another source" in result.output)
+    assert result.exit_code == 2 and "was downloaded from another source" in result.output
     other_name, replace = commands(result.output)
     assert other_name == ["download", *second, "--name", "my-2"]
     assert replace == ["download", *second, "--name", "my", "--force"]
@@ -156,6 +156,15 @@ def test_a_catalog_or_packaged_name_for_urls_prints_a_free_name(server, tiny, na
     assert printed == ["download", *source, "--name", f"{name}-2"]
     run(printed)
     assert BiLM.from_pretrained(f"{name}-2").num_layers >= 1
+
+
+def test_a_bilm_tf_name_with_format_elmoformanylangs_prints_the_plain_download(server, tiny, monkeypatch):  # noqa: F811
+    serve_small(server, tiny, monkeypatch)
+    result = CliRunner().invoke(app, ["download", "elmo-small", "--format", "elmoformanylangs", "--quiet"])
+    assert result.exit_code == 2 and "'elmo-small' is a bilm-tf model of the catalog" in result.output
+    assert commands(result.output) == [["download", "elmo-small"]]
+    run(commands(result.output)[0])
+    assert cache.state("elmo-small") == "downloaded"
 
 
 def test_a_catalog_efml_name_is_kept_whatever_mirror_it_came_from(server, monkeypatch):  # noqa: F811

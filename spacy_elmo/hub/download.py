@@ -18,6 +18,7 @@ from typing import Dict, Optional
 
 from . import cache, catalog, hints
 from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
+from .resolve import available
 
 logger = logging.getLogger("spacy_elmo")
 _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
@@ -74,8 +75,6 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
 
 
 def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
-    from .resolve import available
-
     cache.check_name(name)
     entry = catalog.get(name)
     if urls is None:
@@ -85,10 +84,8 @@ def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
         return entry.urls()
     urls = {file: check_url(urls[file]) for file in cache.FILES}
     if entry is not None or name in available():
-        kind = "a model of the catalog" if entry is not None else "a packaged model"
-        args = [urls["options.json"], urls["weights.hdf5"]]
-        raise ElmoDownloadArgumentError(f"--name {name!r} is taken by {kind}: download these URLs under another "
-                                        f"name: {hints.under_free_name(args, name, available())}")
+        raise ElmoDownloadArgumentError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
+                                                         available()))
     return urls
 
 
@@ -105,15 +102,10 @@ def _part(directory: str, file: str) -> str:
 def _existing(name: str, directory: str, urls: Dict[str, str], expected: Dict[str, Optional[str]]) -> str:
     """Check a complete download against its recorded digests (and the pins); return it."""
     from ..bilm import ElmoWeightsError, integrity
-    from .resolve import available
-
     source = cache.read_source(name) or {}
     if catalog.get(name) is None and source.get("urls") not in (None, urls):
         args = [urls["options.json"], urls["weights.hdf5"]]
-        raise ElmoDownloadArgumentError(
-            f"{name!r} was downloaded from other URLs ({source['urls'].get('weights.hdf5')}): download these under "
-            f"another name: {hints.under_free_name(args, name, available())}, or replace it: "
-            f"{hints.command('download', *args, '--name', name, '--force')}")
+        raise ElmoDownloadArgumentError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
     for file in cache.FILES:
         path = os.path.join(directory, file)
         try:

@@ -28,6 +28,7 @@ from typing import Optional
 
 from . import cache, catalog, hints
 from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, disk_reason, fetch
+from .resolve import available
 from .unzip import MAX_BYTES, UnpackDiskError, safe_extract
 
 ZIP = catalog.ZIP
@@ -48,21 +49,19 @@ def model_folder(dest: str) -> str:
 
 
 def _resolve(name: str, url: Optional[str]) -> str:
-    from .resolve import available
-
     cache.check_name(name)
     entry = catalog.get(name)
     if url is None:
-        if entry is None or entry.format != catalog.EFML:
+        if entry is None:
             raise ElmoDownloadArgumentError(f"{catalog.unknown_name(name)}; a zip of your own downloads in the form "
                                             "`download ZIP_URL --format elmoformanylangs --name NAME`")
+        if entry.format != catalog.EFML:
+            raise ElmoDownloadArgumentError(f"{name!r} is a {entry.format} model of the catalog, not an "
+                                            f"ELMoForManyLangs zip: run: {hints.command('download', name)}")
         return entry.urls()[ZIP]
     check_url(url)
     if entry is not None or name in available():
-        kind = "a model of the catalog" if entry is not None else "a packaged model"
-        raise ElmoDownloadArgumentError(
-            f"--name {name!r} is taken by {kind}: download this zip under another name: "
-            f"{hints.under_free_name([url, '--format', catalog.EFML], name, available())}")
+        raise ElmoDownloadArgumentError(hints.name_taken(name, [url, "--format", catalog.EFML], available()))
     return url
 
 
@@ -104,16 +103,10 @@ def _existing(name: str, directory: str, url: str) -> str:
     """A complete download, checked against its digests. A name downloaded from another zip URL
     is refused (a catalog name is kept whatever mirror it came from)."""
     from ..bilm import ElmoWeightsError, integrity
-    from .resolve import available
-
     source = cache.read_source(name) or {}
     if catalog.get(name) is None and source.get("url") != url:
         origin = source.get("url") or source.get("urls")
-        args = [url, "--format", catalog.EFML]
-        raise ElmoDownloadArgumentError(
-            f"{name!r} was downloaded from another source ({origin}): download this zip under another name: "
-            f"{hints.under_free_name(args, name, available())}, or replace it: "
-            f"{hints.command('download', *args, '--name', name, '--force')}")
+        raise ElmoDownloadArgumentError(hints.other_source(name, origin, [url, "--format", catalog.EFML], available()))
     try:
         for file in cache.FILES:
             integrity.verify(os.path.join(directory, file))

@@ -79,3 +79,16 @@ def free_name(name: str, packaged: Iterable[str]) -> str:
 def under_free_name(args: List[str], name: str, packaged: Iterable[str]) -> str:
     """``download ARGS --name FREE`` for the first free name after ``name`` (:func:`free_name`)."""
     return command("download", *args, "--name", free_name(name, packaged))
+
+
+def name_taken(name: str, args: List[str], packaged: Iterable[str]) -> str:
+    """The sentence for ``download ARGS --name NAME`` where NAME is a catalog or packaged model's."""
+    kind = "a model of the catalog" if catalog.get(name) is not None else "a packaged model"
+    return f"--name {name!r} is taken by {kind}: download under another name: {under_free_name(args, name, packaged)}"
+
+
+def other_source(name: str, origin, args: List[str], packaged: Iterable[str]) -> str:
+    """The sentence for ``download ARGS --name NAME`` where NAME was downloaded from ``origin``."""
+    replace = command("download", *args, "--name", name, "--force")
+    return (f"{name!r} was downloaded from another source ({origin}): download under another name: "
+            f"{under_free_name(args, name, packaged)}, or replace it: {replace}")
