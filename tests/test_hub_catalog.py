@@ -55,7 +55,7 @@ def test_every_entry_is_complete_and_downloadable():
     for e in catalog.CATALOG.values():
         assert cache.check_name(e.name) == e.name and e.format in catalog.FORMATS and e.licence
         assert re.fullmatch(r"[a-z]{2,3}", e.language) and e.language_name and e.trained_on
-        assert set(e.urls()) == set(e.sha256) == ({catalog.ZIP} if e.format == catalog.EFML else set(cache.FILES))
+        assert set(e.urls()) == set(e.sha256) == ({cache.ZIP} if e.format == catalog.EFML else set(cache.FILES))
     assert catalog.get("efml-de").urls() == {"source.zip": "http://vectors.nlpl.eu/repository/11/142.zip"}
     assert catalog.get("elmo-small").urls()["weights.hdf5"].endswith(
         "/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5")

@@ -27,6 +27,7 @@ CACHE_ENV = "SPACY_ELMO_CACHE"
 FILES = ("options.json", "weights.hdf5")
 SOURCE = "source.json"
 DIGESTS = "sha256.json"
+ZIP = "source.zip"  # an ELMoForManyLangs download, kept until it is converted
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # whole names only: fullmatch
 
 
@@ -103,7 +104,7 @@ def kept_bytes(name: str) -> int:
     if not os.path.isdir(directory):
         return 0
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory)
-               if (f.endswith(".part") or f == "source.zip") and os.path.isfile(os.path.join(directory, f)))
+               if (f.endswith(".part") or f == ZIP) and os.path.isfile(os.path.join(directory, f)))
 
 
 def write_json(path: str, data: dict) -> None:

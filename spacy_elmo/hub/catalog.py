@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional
 
+from .cache import ZIP
 from .fetch import ElmoDownloadArgumentError, check_url
 
 BILM_TF, EFML = "bilm-tf", "elmoformanylangs"
@@ -33,7 +34,6 @@ MIRROR_ENV = "SPACY_ELMO_MIRROR"
 EFML_BASE_URL = "http://vectors.nlpl.eu/repository/11"
 EFML_MIRROR_ENV = "SPACY_ELMO_EFML_MIRROR"
 EFML_PREFIX = "efml-"
-ZIP = "source.zip"  # the one file of an ELMoForManyLangs entry
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
     if urls is None and entry is not None and entry.format == catalog.EFML:
         from .efml_download import download_efml
 
-        return download_efml(name, sha256=(sha256 or {}).get(catalog.ZIP), force=force, progress=progress,
+        return download_efml(name, sha256=(sha256 or {}).get(cache.ZIP), force=force, progress=progress,
                              retries=retries, backoff=backoff, timeout=timeout)
     urls = _urls(name, urls)
     expected = _expected(name, sha256 or {})

@@ -31,7 +31,7 @@ from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, disk
 from .resolve import available
 from .unzip import MAX_BYTES, UnpackDiskError, safe_extract
 
-ZIP = catalog.ZIP
+ZIP = cache.ZIP
 ZIP_PART = ZIP + ".part"
 UNPACKED, CONVERTED = "unpacked.tmp", "converted.tmp"
 

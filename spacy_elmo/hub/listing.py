@@ -47,7 +47,7 @@ def _base(name: str, kind: str) -> dict:
         return {"kind": "catalog", **entry.as_dict(), "size": f"~{entry.size_mb} MB" if entry.size_mb else "?"}
     source = (cache.read_source(name) or {}) if kind == "downloaded" else {}
     urls = source.get("urls") if isinstance(source.get("urls"), dict) else (
-        {catalog.ZIP: source["url"]} if isinstance(source.get("url"), str) else {})
+        {cache.ZIP: source["url"]} if isinstance(source.get("url"), str) else {})
     packaged, fmt = kind == "packaged", catalog.EFML if source.get("format") == catalog.EFML else catalog.BILM_TF
     return {"kind": kind, "name": name, "format": fmt,
             "language": "en" if packaged else "?", "language_name": "English" if packaged else "?", "size_mb": None,
