@@ -28,7 +28,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     run, not skipped), "seconds", "output", "already_complete" (OUTPUT was already there, same
     arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
-    input or model (with the download command for a registered name), EmbedError for
+    input or model (with the download command for a catalog name), EmbedError for
     unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
     run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
     file. OUTPUT is checked first

@@ -41,8 +41,8 @@ def resolve(name_or_path: PathLike, models_dir: Optional[PathLike] = None) -> st
     model's folder, else a downloaded model's folder in the cache (``python -m spacy_elmo
     download NAME``; see :mod:`.cache`). Nothing is downloaded here.
 
-    Raises FileNotFoundError: for a registered or partly downloaded name, with the exact download
-    command; otherwise listing the packaged, registered and downloaded names.
+    Raises FileNotFoundError: for a catalog or partly downloaded name, with the command to run;
+    otherwise naming the packaged, downloaded and catalog names (see :func:`find`).
     """
     name_or_path = os.fspath(name_or_path)
     if os.path.isdir(name_or_path):
