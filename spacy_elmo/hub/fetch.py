@@ -38,9 +38,10 @@ class ElmoDownloadError(ElmoError, RuntimeError):
 
 class ElmoDownloadArgumentError(ElmoError, ValueError):
     """A download cannot start: a model name that is not in the catalog or not valid, a URL (or
-    mirror) that is not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name`` taken by another
-    model or source, command-line arguments that do not fit together. Nothing is fetched. The
-    message names the argument and what is expected. Subclasses :class:`ValueError`."""
+    mirror) that is not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name``
+    taken by another model or source, command-line arguments that do not fit together. Nothing is
+    fetched. The message names the argument and what is expected, with the command to run where
+    there is one. Subclasses :class:`ValueError`."""
 
 
 class _Retry(Exception):
