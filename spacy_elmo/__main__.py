@@ -1,7 +1,8 @@
 """Command line: ``python -m spacy_elmo {convert,init-config,pretrain,perplexity,probe,download,models,embed}``.
 
 This module only assembles the typer app: each command's body lives in its feature's ``cli``
-module, and every command is wrapped by :func:`.cli_errors.one_line_errors` (an
+module (``embed``'s in :mod:`spacy_elmo.scale.cli`, the layer above :mod:`spacy_elmo.embed`, since
+its ``--ray`` runs there), and every command is wrapped by :func:`.cli_errors.one_line_errors` (an
 :class:`~spacy_elmo.ElmoError` or other bad input: ``error: MESSAGE`` on stderr, exit 2).
 """
 import sys
@@ -10,10 +11,10 @@ import typer
 
 from .cli_errors import OneLineErrors, one_line_errors
 from .convert import cli as convert_cli
-from .embed import cli as embed_cli
 from .hub import cli as hub_cli
 from .pretrain import cli as pretrain_cli
 from .probe import cli as probe_cli
+from .scale import cli as scale_cli
 
 app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
                   add_completion=False, cls=OneLineErrors)
@@ -26,16 +27,14 @@ COMMANDS = (  # (name, body, typer context settings), in the order `--help` list
     ("probe", probe_cli.probe_cli, probe_cli.PROBE_CONTEXT),
     ("download", hub_cli.download_cli, None),
     ("models", hub_cli.models_cli, None),
-    ("embed", embed_cli.embed_cli, None),
+    ("embed", scale_cli.embed_cli, None),
 )
 for _name, _body, _context in COMMANDS:
     app.command(_name, context_settings=_context)(one_line_errors(_body))
 
 
 def main():
-    from .scale.cli import optional_value
-
-    sys.argv = optional_value(sys.argv)  # `embed ... --ray` without ADDRESS
+    sys.argv = scale_cli.optional_value(sys.argv)  # `embed ... --ray` without ADDRESS
     app()
 
 

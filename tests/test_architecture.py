@@ -105,3 +105,121 @@ def test_from_pretrained_resolves_names_through_the_installed_hook(tiny_model, m
     assert resolver.model_files(tiny_model.directory) == (tiny_model.options_path, tiny_model.weights_path)
     with pytest.raises(FileNotFoundError, match="no model directory 'en_elmo_small'"):
         BiLM.from_pretrained(DEFAULT_MODEL)
+
+
+
+# The layers of the package, lowest first: a module imports only from its own part or from parts
+# of lower layers (never upward, never sideways between two parts of one layer).
+LAYERS = (
+    ("bilm", "package_data"),
+    ("convert",),
+    ("hub",),
+    ("layer_spec", "cli_errors"),
+    ("pipeline", "embed", "pretrain"),
+    ("probe", "scale", "_extensions_hook"),
+    ("__main__", "__init__"),
+)
+LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}
+PACKAGE = BILM.parent
+
+
+def _module_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _file_of(module: str, root: Path):
+    path = root.parent.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _targets(path: Path, root: Path):
+    """(line, absolute module) of each module of the package under ``root`` that ``path`` imports
+    (TYPE_CHECKING and function-level imports included); ``from P import name`` gives ``P.name``
+    when that is a module, else ``P``."""
+    module = _module_of(path, root)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, *filter(None, [base])])
+            names = [(base, alias.name) for alias in node.names]
+        else:
+            continue
+        for base, name in names:
+            sub = f"{base}.{name}" if name else None
+            target = sub if sub and _file_of(sub, root) else base
+            if base.split(".")[0] == root.name and _file_of(target, root):
+                yield node.lineno, target
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _graph(root: Path = PACKAGE):
+    """{module: [(line, imported module)]} of every module under ``root``."""
+    return {_module_of(f, root): list(_targets(f, root)) for f in sorted(root.rglob("*.py"))}
+
+
+def _upward(graph, layer) -> list:
+    return [f"{module}:{line} -> {target}" for module, edges in graph.items() for line, target in edges
+            if _part(target) != _part(module) and layer[_part(target)] >= layer[_part(module)]]
+
+
+def _circles(graph) -> list:
+    edges = {module: sorted({t for _, t in targets if t != module}) for module, targets in graph.items()}
+    circles, state = [], {}
+
+    def visit(module, stack):
+        state[module] = "open"
+        for target in edges.get(module, ()):
+            if state.get(target) == "open":
+                circles.append(stack[stack.index(target):] + [target])
+            elif target not in state:
+                visit(target, stack + [target])
+        state[module] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    return circles
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part(module) for module in _graph()}
+    assert parts == set(LAYER), sorted(parts ^ set(LAYER))
+
+
+def test_no_module_imports_upward_or_sideways():
+    assert _upward(_graph(), LAYER) == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    assert _circles(_graph()) == []
+
+
+def test_the_layer_checks_see_violations(tmp_path):
+    """An upward import (low -> high, inside a function: a circle with high's import of low), a
+    sideways one, and a circle through a TYPE_CHECKING import, in a package made here."""
+    root = tmp_path / "pkg"
+    files = {"__init__.py": "", "low/__init__.py": "", "high/__init__.py": "", "side/__init__.py": "",
+             "low/a.py": "def f():\n    from ..high import b\n",
+             "low/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .d import X\n",
+             "low/d.py": "from . import c\n", "high/b.py": "from ..low import a\n",
+             "side/e.py": "from pkg.high import b\n"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    graph = _graph(root)
+    assert _upward(graph, {"low": 0, "high": 1, "side": 1, "__init__": 2}) == ["pkg.low.a:2 -> pkg.high.b",
+                                                                                 "pkg.side.e:1 -> pkg.high.b"]
+    assert _circles(graph) == [["pkg.high.b", "pkg.low.a", "pkg.high.b"], ["pkg.low.c", "pkg.low.d", "pkg.low.c"]]

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.convert import efml_registry
-from spacy_elmo.convert.download import download_efml, safe_extract
-from spacy_elmo.hub import ElmoDownloadError, cache
+from spacy_elmo.hub import ElmoDownloadError, cache, catalog
+from spacy_elmo.hub.efml_download import download_efml
+from spacy_elmo.hub.unzip import safe_extract
 
 from test_efml import DATA, SENTENCES, expected, max_diff
 from test_hub_download import server  # noqa: F401 - the local HTTP server fixture
@@ -28,7 +28,7 @@ FAST = {"progress": False, "backoff": 0.0, "timeout": 5.0}
 @pytest.fixture(autouse=True)
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("SPACY_ELMO_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(efml_registry.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(catalog.EFML_MIRROR_ENV, raising=False)
 
 
 def model_zip(folder="de.model", extra=()) -> bytes:
@@ -79,8 +79,9 @@ def test_download_convert_and_use_by_name(server, tmp_path):  # noqa: F811
 
 
 def test_registered_language_code_through_the_mirror(server, monkeypatch):  # noqa: F811
-    assert len(efml_registry.names()) == 44 and efml_registry.url("efml-de").endswith("/11/142.zip")
-    monkeypatch.setenv(efml_registry.MIRROR_ENV, server.url + "/repository/11")
+    assert len(catalog.names(catalog.EFML)) == 44
+    assert catalog.get("efml-de").urls()["source.zip"].endswith("/11/142.zip")
+    monkeypatch.setenv(catalog.EFML_MIRROR_ENV, server.url + "/repository/11")
     server.files["/repository/11/142.zip"] = model_zip(folder=None)  # files at the archive's root
     result = CliRunner().invoke(app, ["download", "efml-de", "--quiet"])
     assert result.exit_code == 0, result.output
@@ -132,23 +133,23 @@ def test_download_arguments_are_checked():
     bad = runner.invoke(app, ["download", "http://127.0.0.1:9/x.zip", "--format", "elmoformanylangs"])
     assert bad.exit_code == 2 and "ZIP_URL --format elmoformanylangs --name NAME" in bad.output
     bad = runner.invoke(app, ["download", "efml-xx", "--format", "elmoformanylangs"])
-    assert bad.exit_code == 2 and "'efml-xx' is not a registered ELMoForManyLangs model" in bad.output
+    assert bad.exit_code == 2 and "'efml-xx' is not a model of the catalog" in bad.output
     bad = runner.invoke(app, ["download", "http://127.0.0.1:9/x.zip", "--format", "elmoformanylangs",
                               "--name", "efml-de"])
-    assert bad.exit_code == 2 and "is a registered or packaged model's name" in bad.output
+    assert bad.exit_code == 2 and "is taken by a model of the catalog" in bad.output
 
 
 def test_bad_download_arguments_are_elmo_errors_and_value_errors():
     """A bad --sha256 pin or --format of an ELMoForManyLangs download is an
     ElmoDownloadArgumentError: an ElmoError and, as before, a ValueError; nothing is fetched."""
     from spacy_elmo import ElmoError
-    from spacy_elmo.convert import cli as convert_cli
     from spacy_elmo.hub import ElmoDownloadArgumentError
+    from spacy_elmo.hub.cli import download_source
 
     with pytest.raises(ElmoDownloadArgumentError, match=r"--sha256 'abc': expected 64 hex digits \(the zip's\)") as err:
         download_efml("efml-de", sha256="abc", progress=False)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
-    with pytest.raises(ValueError, match=r"--format 'zip': expected one of elmoformanylangs") as err:
-        convert_cli.download(["efml-de"], None, "zip", None, False, False, 0)
+    with pytest.raises(ValueError, match=r"--format 'zip': expected elmoformanylangs") as err:
+        download_source(["efml-de"], None, "zip", None, False, False, 0)
     assert isinstance(err.value, ElmoError)
     assert not os.path.exists(cache.model_dir("efml-de"))

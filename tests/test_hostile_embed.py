@@ -39,7 +39,7 @@ def test_output_that_is_a_directory_is_refused_before_any_work(model, tmp_path, 
     out.mkdir()
     from spacy_elmo.bilm import BiLM
 
-    monkeypatch.setattr(BiLM, "from_pretrained", classmethod(lambda *a, **k: pytest.fail("model loaded")))
+    monkeypatch.setattr(BiLM, "from_files", classmethod(lambda *a, **k: pytest.fail("model loaded")))
     with pytest.raises(EmbedError, match="is a directory"):
         embed_file(src, str(out), model=model[0], overwrite=True, progress=False)
     code, output = _cli(["embed", src, str(out), "--model", model[0], "--quiet", "--overwrite"])

@@ -13,15 +13,15 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
-from spacy_elmo.hub import ElmoDownloadError, cache, download_model, registry
-from spacy_elmo.hub.catalog import rows
+from spacy_elmo.hub import ElmoDownloadError, cache, catalog, download_model
+from spacy_elmo.hub.listing import rows
 
 from helpers import elmo_config
 
 TINY = {"lstm": {"dim": 8, "projection_dim": 4, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
                  "use_skip_connections": True},
         "char_cnn": {"embedding": {"dim": 3}, "filters": [[1, 2], [2, 3]], "n_highway": 1}}
-SMALL = registry.get("elmo-small")
+SMALL = catalog.get("elmo-small")
 FAST = {"progress": False, "backoff": 0.0, "timeout": 5.0}
 
 
@@ -217,7 +217,7 @@ def test_urls_with_a_name(server, tiny):
     assert BiLM.from_pretrained("my-elmo").options == tiny[0].options
     row = next(r for r in rows() if r["name"] == "my-elmo")
     assert row["kind"] == "downloaded" and row["status"] == "ready"
-    with pytest.raises(ValueError, match="downloaded from other URLs"):
+    with pytest.raises(ValueError, match="downloaded from another source"):
         download_model("my-elmo", {"options.json": urls["options.json"], "weights.hdf5": urls["options.json"]}, **FAST)
 
 
@@ -265,15 +265,15 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
     with pytest.raises(ElmoConfigError, match=expected):
         nlp.add_pipe("elmo", config=elmo_config(name="elmo-medium"))
         nlp.initialize()
-    with pytest.raises(FileNotFoundError, match="downloadable ones .*elmo-small"):
+    with pytest.raises(FileNotFoundError, match="the catalog's names: elmo-small, .*, efml-ar, .*, efml-zh"):
         BiLM.from_pretrained("no-such-model")
     assert cache_listing() == []
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["download", "elmo-huge"], "not a registered model"),
+    (["download", "elmo-huge"], "'elmo-huge' is not a model of the catalog"),
     (["download", "http://x/o.json", "http://x/w.hdf5"], "--name NAME"),
-    (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "elmo-small"], "registered model's name"),
+    (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "elmo-small"], "is taken by a model of the catalog"),
     (["download", "http://x/o.json", "http://x/w.hdf5", "--name", "../up"], "invalid model name"),
     (["download", "ftp://x/o.json", "http://x/w.hdf5", "--name", "m"], "not an http(s) URL"),
     (["download", "elmo-small", "--sha256", "abc"], "64 hex digits"),
@@ -291,8 +291,8 @@ def test_models_lists_packaged_registered_and_downloaded():
     result = CliRunner().invoke(app, ["models"])
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert any(line.startswith(DEFAULT_MODEL) and "packaged" in line and "ready" in line for line in lines)
-    for name in registry.names():
+    assert any(line.startswith(DEFAULT_MODEL) and "ready (packaged)" in line for line in lines)
+    for name in catalog.names():
         assert any(line.startswith(name) and f"download {name}" in line for line in lines)
     assert "cache:" in lines[-1]
 
@@ -317,7 +317,7 @@ def test_bad_download_arguments_are_elmo_errors(tmp_path):
     from spacy_elmo.hub import ElmoDownloadArgumentError, parse_pins
     from spacy_elmo.hub.cli import download_cli
 
-    with pytest.raises(ElmoDownloadArgumentError, match="give one registered NAME, or URL_OF_OPTIONS") as err:
+    with pytest.raises(ElmoDownloadArgumentError, match="give one NAME of the catalog .*, or URL_OF_OPTIONS") as err:
         download_cli(["a", "b", "c"], name=None, sha256=None, force=False, retries=0, quiet=True, fmt=None)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     with pytest.raises(ValueError, match=r"--sha256 'weights=12': expected 64 hex digits") as err:
@@ -328,4 +328,5 @@ def test_bad_download_arguments_are_elmo_errors(tmp_path):
     assert isinstance(err.value, ValueError) and not os.path.exists(cache.model_dir("m"))
     result = CliRunner().invoke(app, ["download", "a", "b", "c"])
     assert result.exit_code == 2 and result.output.strip().splitlines() == [
-        "error: give one registered NAME, or URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME"]
+        "error: give one NAME of the catalog (python -m spacy_elmo models), or URL_OF_OPTIONS URL_OF_WEIGHTS "
+        "--name NAME"]

@@ -18,15 +18,29 @@ biLM's in-place fast paths); True runs under ``torch.enable_grad()`` with the pa
 requiring grad, so the outputs carry the graph for fine-tuning. Stateless and exact either way:
 a sentence's layers do not depend on the other sentences of the call.
 """
-from typing import TYPE_CHECKING, Any, Iterator, List, NamedTuple, Sequence, Tuple
+from typing import Any, Iterator, List, NamedTuple, Protocol, Sequence, Tuple
 
 import numpy
 import torch
 
 from .errors import ElmoInputError, ElmoInputTypeError
 
-if TYPE_CHECKING:
-    from .model import BiLM
+
+class Embedder(Protocol):
+    """What batching needs of a biLM (:class:`~.model.BiLM` has it; named here so that this
+    module does not import the model, which imports it)."""
+
+    indexer: Any
+    device: torch.device
+
+    def embed_tokens(self, char_ids: torch.Tensor) -> torch.Tensor: ...
+
+    def forward_indexed(self, table: torch.Tensor, index: torch.Tensor, stateless: bool = ...,
+                        boundary: Any = ...) -> Any: ...
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]: ...
+
+    def requires_grad_(self, requires_grad: bool = ...) -> Any: ...
 
 
 class Batch(NamedTuple):
@@ -46,7 +60,7 @@ class Batch(NamedTuple):
             yield i, layers[:, b, :n]
 
 
-def embed_batches(bilm: "BiLM", sentences: Sequence[Sequence[str]], batch_size: int = 64,
+def embed_batches(bilm: Embedder, sentences: Sequence[Sequence[str]], batch_size: int = 64,
                   grad: bool = False) -> Iterator[Batch]:
     """Run ``bilm`` (a :class:`~.model.BiLM`) over ``sentences`` (lists or tuples of str) batch by
     batch, as the module docstring says, yielding a :class:`Batch` per biLM call; empty
@@ -74,7 +88,7 @@ def embed_batches(bilm: "BiLM", sentences: Sequence[Sequence[str]], batch_size: 
     return _batches(bilm, rows, order, char_ids, batch_size, grad)
 
 
-def _batches(bilm, rows, order, char_ids: numpy.ndarray, batch_size: int, grad: bool) -> Iterator[Batch]:
+def _batches(bilm: Embedder, rows, order, char_ids: numpy.ndarray, batch_size: int, grad: bool) -> Iterator[Batch]:
     if not order:
         return
     mode = torch.enable_grad if grad else torch.inference_mode

@@ -20,15 +20,13 @@ shrinks as rows end (no work on padding); without autograd the element-wise upda
 Every path: ``run(lstm, layer, x (2, N, P), packing, h0 (2, B, P), c0 (2, B, C))`` -> (outputs
 (2, N, P), final c (2, B, C)), rows in the packing's sorted order.
 """
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
 from . import onednn
+from .lstm_weights import LstmWeights
 from .packing import Packing
-
-if TYPE_CHECKING:
-    from .lstm import ElmoLstm
 
 # Gate-buffer budget (floats, both directions) of one input-projection matmul; longer inputs are
 # done in pieces. The bmm path reuses one workspace of this size (pieces of whole time steps); the
@@ -50,12 +48,12 @@ class LayerPath:
 
     in_place = True
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         raise NotImplementedError
 
 
-def choose(lstm: "ElmoLstm", inputs: torch.Tensor) -> LayerPath:
+def choose(lstm: LstmWeights, inputs: torch.Tensor) -> LayerPath:
     """The path for this call: autograd when anything requires grad, else by ``gemm_dtype``,
     device and dtype (see the module docstring)."""
     if torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in lstm.parameters())):
@@ -175,7 +173,7 @@ class BmmPath(LayerPath):
     one ``baddbmm_`` (recurrence) and one ``bmm`` (projection) over the stacked directions, in
     place."""
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C, P = lstm.dim, lstm.projection_dim
         w_in, w_state, w_proj = lstm.w_input[layer], lstm.w_state[layer], lstm.w_proj[layer]
@@ -211,7 +209,7 @@ class OneDnnPath(LayerPath):
     input projection runs in fixed tiles of packed rows (:class:`GateTiles`), the per-step
     products on their exact row count up to STEP_EXACT_ROWS, on row buckets above."""
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C, P = lstm.dim, lstm.projection_dim
         w_in, w_state, w_proj = lstm.packed_weights()[layer]
@@ -243,7 +241,7 @@ class OneDnnBf16Path(LayerPath):
     the bfloat16 projection results). (Summing the two products in float32 outside oneDNN
     instead cost two more passes over the gates per step: ~9% of the time.)"""
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C, P, bf16 = lstm.dim, lstm.projection_dim, torch.bfloat16
         w_in, w_state, w_proj = lstm.packed_weights(bf16)[layer]
@@ -275,7 +273,7 @@ class LowPrecisionPath(LayerPath):
     ``gemm_dtype``. Gate sums with the bias, element-wise steps, cell states and outputs are
     float32."""
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C, P, dt = lstm.dim, lstm.projection_dim, lstm.gemm_dtype
         w_in, w_state, w_proj = lstm.lowp_weights(dt)[layer]
@@ -304,7 +302,7 @@ class AutogradPath(LayerPath):
 
     in_place = False
 
-    def run(self, lstm: "ElmoLstm", layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
+    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C = lstm.dim
         w_in, w_state, w_proj = lstm.w_input[layer], lstm.w_state[layer], lstm.w_proj[layer]

@@ -151,7 +151,7 @@ class BiLM(nn.Module):
         (e.g. "elmo-original"), or a directory holding ``options.json`` + ``weights.hdf5``. Nothing
         is downloaded here; names resolve through :mod:`.resolver` (:mod:`spacy_elmo.hub.resolve`).
 
-        Raises FileNotFoundError if there is no such model (for a registered name not yet
+        Raises FileNotFoundError if there is no such model (for a catalog name not yet
         downloaded, the message gives the download command);
         :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
         """

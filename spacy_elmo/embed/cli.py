@@ -1,63 +1,15 @@
-"""``python -m spacy_elmo embed``: the command's body (the typer app is assembled in
-:mod:`spacy_elmo.__main__`; ``--ray`` runs go through :mod:`spacy_elmo.scale.cli`)."""
-from pathlib import Path
-from typing import Optional
-
-import typer
+"""What ``python -m spacy_elmo embed INPUT OUTPUT`` does without ``--ray``: :func:`run_local`.
+The command itself (its options, and ``--ray``, which runs on :mod:`spacy_elmo.scale`, the layer
+above this one) is :func:`spacy_elmo.scale.cli.embed_cli`."""
 
 
-def embed_cli(
-    input_path: Path = typer.Argument(..., help="Text (one sentence per line, .gz too), .jsonl, or a .spacy DocBin"),
-    output: Path = typer.Argument(..., help="HDF5 file to write (AllenNLP `elmo` layout)"),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (packaged or downloaded) or "
-                                        "directory (default: the packaged default)"),
-    layers: str = typer.Option("all", "--layers",
-                               help="all | top | average | layer_k | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
-    dtype: str = typer.Option("float32", "--dtype", help="float32 or float16"),
-    pretokenized: bool = typer.Option(False, "--pretokenized", help="Split on whitespace instead of spaCy's tokenizer"),
-    lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),
-    fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
-    text_field: str = typer.Option("text", "--text-field", help="JSONL field with the text (or a list of tokens)"),
-    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per biLM call"),
-    group_mb: float = typer.Option(64.0, "--group-mb", min=0, max=100_000,
-                                   help="MB of float32 output per group (journal part; one shard with --ray)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an OUTPUT written with other arguments"),
-    max_tokens: int = typer.Option(100_000, "--max-tokens-per-line", min=1,
-                                   help="Refuse a line (record) of more tokens, in one error naming it: the biLM's "
-                                   "memory grows with a sentence's length"),
-    quiet: bool = typer.Option(False, "--quiet", help="No progress bar"),
-    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
-                                      help="Embed on Ray Data: OUTPUT is then a directory of HDF5 shards + "
-                                      "manifest.json. ADDRESS: auto, HOST:PORT, ray://HOST:PORT; "
-                                      "alone: a local cluster"),
-    actors: Optional[int] = typer.Option(None, "--actors", min=1, help="With --ray: actors in the pool "
-                                         "(default: cluster CPUs / --cpus-per-actor)"),
-    cpus_per_actor: float = typer.Option(1.0, "--cpus-per-actor", min=0, max=4096,
-                                         help="With --ray: CPUs (= torch threads) per actor"),
-    gpus_per_actor: float = typer.Option(0.0, "--gpus-per-actor", min=0, max=64,
-                                         help="With --ray: GPUs per actor (> 0: the biLM runs on CUDA)"),
-):
-    """ELMo vectors of every line into HDF5: one dataset per line (by index) + sentence_to_index."""
-    from ..scale import cli as scale_cli
+def run_local(input_path: str, output: str, **options) -> str:
+    """Run :func:`spacy_elmo.embed.embed_file` and return the line the command prints. Raises as it does."""
     from . import embed_file
 
-    common = dict(model=model, layer_spec=layers, dtype=dtype, pretokenized=pretokenized, lang=lang, fmt=fmt,
-                  text_field=text_field, batch_size=batch_size, group_mb=group_mb, overwrite=overwrite,
-                  progress=not quiet, max_tokens_per_line=max_tokens)
-    try:
-        scale_cli.check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor)
-        if ray is not None:
-            typer.echo(scale_cli.run(str(input_path), str(output), ray, actors=actors, num_cpus=cpus_per_actor,
-                                     num_gpus=gpus_per_actor, **common))
-            return
-        s = embed_file(str(input_path), str(output), **common)
-    except KeyboardInterrupt:
-        kept = f"shards are kept in {output}" if ray is not None else f"groups are kept in {output}.parts"
-        typer.echo(f"interrupted: finished {kept}; run the same command to resume", err=True)
-        raise typer.Exit(130)
+    s = embed_file(input_path, output, **options)
     if s["already_complete"]:
-        typer.echo(f"{output} is already complete (same arguments): nothing to do")
-        return
+        return f"{output} is already complete (same arguments): nothing to do"
     rate = s["embedded_tokens"] / s["seconds"] if s["seconds"] else 0.0
-    typer.echo(f"wrote {output}: {s['sentences']:,} sentences, {s['tokens']:,} tokens ({s['embedded']:,} "
-               f"sentences embedded in this run, {rate:,.0f} tokens/s)")
+    return (f"wrote {output}: {s['sentences']:,} sentences, {s['tokens']:,} tokens ({s['embedded']:,} "
+            f"sentences embedded in this run, {rate:,.0f} tokens/s)")

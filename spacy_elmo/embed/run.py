@@ -28,13 +28,13 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     run, not skipped), "seconds", "output", "already_complete" (OUTPUT was already there, same
     arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
     that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
-    input or model (with the download command for a registered name), EmbedError for
+    input or model (with the download command for a catalog name), EmbedError for
     unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
     run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
     file. OUTPUT is checked first
     (:func:`.paths.check_output`): EmbedError if it is the input file itself (a hard link or
     symlink too; even with ``overwrite``), a directory, or in a folder that does not exist."""
-    from ..bilm import BiLM
+    from ..hub import load_bilm
 
     check_output(input_path, output)
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
@@ -49,7 +49,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
             raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
                              "--overwrite or choose another file")
     _check_limit(max_tokens_per_line)
-    bilm = BiLM.from_pretrained(model)
+    bilm = load_bilm(p.model_dir)
     groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
     total = inputs.count(input_path, fmt)
     with Output(output, args) as out:

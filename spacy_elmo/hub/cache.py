@@ -1,29 +1,33 @@
-"""The per-user cache of downloaded models, and how a model name resolves to it.
+"""The per-user cache of downloaded models: where it is, what state each folder is in.
 
 Location: ``$SPACY_ELMO_CACHE`` if set, else ``platformdirs.user_cache_dir("spacy-elmo")``
 (``~/.cache/spacy-elmo`` on Linux). One folder per model::
 
     <cache>/<name>/options.json, weights.hdf5   the model (bilm-tf / AllenNLP layout)
-                   source.json                  URLs, byte sizes, time of the download
+                   source.json                  where it came from (URLs or the zip's URL and
+                                                format), byte sizes, time of the download
                    sha256.json                  digests (spacy_elmo.bilm.integrity), written LAST
                    *.part                       an unfinished download (resumed by the next one)
+                   source.zip                   an ELMoForManyLangs zip downloaded whole, kept
+                                                until it is unpacked and converted
 
 A model is complete only when ``sha256.json`` holds the digests of both files: it is written
 after they are renamed into place, so a folder without it never looks finished. Loading checks
-the digests (``BiLM.from_files``). No torch or spaCy import here.
+the digests (``BiLM.from_files``). Names resolve to these folders in :mod:`.resolve`. No torch
+or spaCy import here.
 """
 import json
 import os
 import re
 from typing import Dict, List, Optional
 
-from . import registry
 from .fetch import ElmoDownloadArgumentError
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 FILES = ("options.json", "weights.hdf5")
 SOURCE = "source.json"
 DIGESTS = "sha256.json"
+ZIP = "source.zip"  # an ELMoForManyLangs download, kept until it is converted
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")  # whole names only: fullmatch
 
 
@@ -51,18 +55,6 @@ def model_dir(name: str) -> str:
     """Folder of a cached model (may not exist). Raises ElmoDownloadArgumentError (a ValueError)
     for an invalid name."""
     return os.path.join(cache_dir(), check_name(name))
-
-
-def download_command(name: str) -> str:
-    """The command that downloads (or resumes) a model: for a registered name ``download NAME``,
-    for a URL-downloaded one the two URLs recorded in its source.json (when known)."""
-    if registry.get(name) is None:
-        urls = (read_source(name) or {}).get("urls", {})
-        if all(urls.get(f) for f in FILES):
-            return (f"python -m spacy_elmo download {urls['options.json']} {urls['weights.hdf5']} "
-                    f"--name {name}")
-        return f"python -m spacy_elmo download URL_OF_OPTIONS URL_OF_WEIGHTS --name {name}"
-    return f"python -m spacy_elmo download {name}"
 
 
 def read_source(name: str) -> Optional[dict]:
@@ -99,31 +91,25 @@ def downloaded() -> List[str]:
     return sorted(n for n in os.listdir(root) if _NAME.fullmatch(n) and os.path.isdir(os.path.join(root, n)))
 
 
-def find(name: str, packaged: List[str]) -> str:
-    """Folder of a downloaded model. Raises FileNotFoundError with the exact download command
-    when ``name`` is registered but not (completely) downloaded, and a list of the packaged,
-    registered and downloaded names when it is unknown. Nothing is downloaded."""
-    try:
-        status = state(name)
-    except ValueError:
-        status = "absent"
-    if status == "downloaded":
-        return model_dir(name)
-    if status == "partial":
-        raise FileNotFoundError(f"ELMo model {name!r} is only partly downloaded (in {model_dir(name)}): "
-                                f"finish it with: {download_command(name)}")
-    entry = registry.get(name)
-    if entry is not None:
-        raise FileNotFoundError(f"ELMo model {name!r} is not downloaded (about {entry.size_mb} MB; nothing "
-                                f"downloads implicitly): run: {download_command(name)}")
-    complete = [n for n in downloaded() if state(n) == "downloaded"]
-    raise FileNotFoundError(
-        f"No ELMo model named or found at {name!r}: packaged models are {packaged}, downloadable "
-        f"ones {registry.names()} (python -m spacy_elmo download NAME), downloaded ones {complete} "
-        f"(in {cache_dir()}); otherwise pass a directory with options.json + weights.hdf5")
-
-
 def sizes(directory: str) -> Dict[str, int]:
     """Byte size of each model file present in ``directory``."""
     return {f: os.path.getsize(os.path.join(directory, f)) for f in FILES
             if os.path.isfile(os.path.join(directory, f))}
+
+
+def kept_bytes(name: str) -> int:
+    """Bytes of an unfinished download kept in the model's folder (``*.part`` files and a
+    downloaded ``source.zip``)."""
+    directory = model_dir(name)
+    if not os.path.isdir(directory):
+        return 0
+    return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory)
+               if (f.endswith(".part") or f == ZIP) and os.path.isfile(os.path.join(directory, f)))
+
+
+def write_json(path: str, data: dict) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file, then a rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)

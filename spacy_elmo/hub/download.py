@@ -1,23 +1,24 @@
-"""Download a model into the cache: ``download_model("elmo-small")`` or
+"""Download a model into the cache: ``download_model("elmo-small")``, ``download_model("efml-de")``
+(an ELMoForManyLangs zip, see :mod:`.efml_download`) or
 ``download_model("my-elmo", urls={"options.json": URL, "weights.hdf5": URL})``.
 
 Steps: each file into ``<name>/<file>.part`` (resumable, :mod:`.fetch`) -> sha256 of each, checked
-against the registry's or the ``sha256`` pins -> validation by loading the two files with
+against the catalog's or the ``sha256`` pins -> validation by loading the two files with
 ``BiLM.from_files`` (every dataset's shape against the options) and embedding one sentence ->
 rename into place -> ``source.json`` -> ``sha256.json`` (``spacy_elmo.bilm.integrity.record``;
 checked on every later load). A failure leaves no file that looks finished: bad bytes are
 deleted, an interrupted transfer stays as ``.part`` for the next run, an empty folder is removed.
 """
 import datetime
-import json
 import logging
 import os
 import re
 import shutil
 from typing import Dict, Optional
 
-from . import cache, registry
+from . import cache, catalog, hints
 from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
+from .resolve import available
 
 logger = logging.getLogger("spacy_elmo")
 _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
@@ -40,11 +41,17 @@ def parse_pins(values) -> Dict[str, str]:
 def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Optional[Dict[str, str]] = None,
                    force: bool = False, progress: bool = True, retries: int = 3, backoff: float = 1.0,
                    timeout: float = 60.0) -> str:
-    """Download a registered model (``urls`` None) or any bilm-tf/AllenNLP model given its two
+    """Download a model of the catalog (``urls`` None) or any bilm-tf/AllenNLP model given its two
     URLs under a new ``name``; returns its cache folder. An already complete download is checked
-    (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`.
-    Raises ElmoDownloadArgumentError (a ValueError) for a bad name/URL/pin, ElmoDownloadError for
-    a failed or bad download."""
+    (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`
+    (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoDownloadArgumentError (a
+    ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download."""
+    entry = catalog.get(name)
+    if urls is None and entry is not None and entry.format == catalog.EFML:
+        from .efml_download import download_efml
+
+        return download_efml(name, sha256=(sha256 or {}).get(cache.ZIP), force=force, progress=progress,
+                             retries=retries, backoff=backoff, timeout=timeout)
     urls = _urls(name, urls)
     expected = _expected(name, sha256 or {})
     directory = cache.model_dir(name)
@@ -68,24 +75,22 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
 
 
 def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
-    from .resolve import available
-
     cache.check_name(name)
-    entry = registry.get(name)
+    entry = catalog.get(name)
     if urls is None:
         if entry is None:
-            raise ElmoDownloadArgumentError(f"{name!r} is not a registered model (registered: {registry.names()}); "
-                                            "for another model give both URLs: download URL_OF_OPTIONS "
-                                            "URL_OF_WEIGHTS --name NAME")
+            raise ElmoDownloadArgumentError(f"{catalog.unknown_name(name)}; a model of your own downloads in the form "
+                                            "`download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME`")
         return entry.urls()
+    urls = {file: check_url(urls[file]) for file in cache.FILES}
     if entry is not None or name in available():
-        kind = "registered" if entry is not None else "packaged"
-        raise ElmoDownloadArgumentError(f"--name {name!r} is a {kind} model's name: choose another name for these URLs")
-    return {file: check_url(urls[file]) for file in cache.FILES}
+        raise ElmoDownloadArgumentError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
+                                                         available()))
+    return urls
 
 
 def _expected(name: str, pins: Dict[str, str]) -> Dict[str, Optional[str]]:
-    entry = registry.get(name)
+    entry = catalog.get(name)
     known = dict(entry.sha256) if entry is not None else {}
     return {file: pins.get(file) or known.get(file) for file in cache.FILES}
 
@@ -97,20 +102,20 @@ def _part(directory: str, file: str) -> str:
 def _existing(name: str, directory: str, urls: Dict[str, str], expected: Dict[str, Optional[str]]) -> str:
     """Check a complete download against its recorded digests (and the pins); return it."""
     from ..bilm import ElmoWeightsError, integrity
-
     source = cache.read_source(name) or {}
-    if registry.get(name) is None and source.get("urls") not in (None, urls):
-        raise ElmoDownloadArgumentError(f"{name!r} was downloaded from other URLs ({source['urls']['weights.hdf5']}): "
-                                        "choose another --name, or pass --force to replace it")
+    if catalog.get(name) is None and source.get("urls") not in (None, urls):
+        args = [urls["options.json"], urls["weights.hdf5"]]
+        raise ElmoDownloadArgumentError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
     for file in cache.FILES:
         path = os.path.join(directory, file)
         try:
             integrity.verify(path)
         except ElmoWeightsError as err:
-            raise ElmoDownloadError(f"{err}; download it again with --force", path=path) from None
+            raise ElmoDownloadError(f"{err}; to download it again, {hints.finish(name, force=True)}",
+                                    path=path) from None
         if expected[file] and integrity.sha256(path) != expected[file]:
-            raise ElmoDownloadError(f"{path}: sha256 differs from the pinned {expected[file][:16]}...; "
-                                    "download it again with --force", path=path)
+            raise ElmoDownloadError(f"{path}: sha256 differs from the pinned {expected[file][:16]}...; to download "
+                                    f"it again, {hints.finish(name, force=True)}", path=path)
     logger.info("%s is already downloaded in %s", name, directory)
     return directory
 
@@ -128,7 +133,7 @@ def _prepare(name: str, directory: str, urls: Dict[str, str], force: bool) -> No
     if os.path.isfile(os.path.join(directory, cache.DIGESTS)):
         os.remove(os.path.join(directory, cache.DIGESTS))
     os.makedirs(directory, exist_ok=True)
-    _write_json(os.path.join(directory, cache.SOURCE), {"urls": urls, "complete": False})
+    cache.write_json(os.path.join(directory, cache.SOURCE), {"urls": urls, "complete": False})
 
 
 def _check_digests(directory: str, urls: Dict[str, str], expected: Dict[str, Optional[str]]) -> Dict[str, str]:
@@ -167,10 +172,10 @@ def _validate(name: str, directory: str, urls: Dict[str, str]) -> None:
 
 
 def _warn_shape(name: str, bilm) -> None:
-    entry = registry.get(name)
+    entry = catalog.get(name)
     got = (bilm.options["lstm"]["dim"], bilm.projection_dim)
     if entry is not None and got != (entry.lstm_dim, entry.projection_dim):
-        logger.warning("%s: the downloaded options have lstm dim %d / projection %d, the registry says %d / %d "
+        logger.warning("%s: the downloaded options have lstm dim %d / projection %d, the catalog says %d / %d "
                        "(a mirror with other files?)", name, got[0], got[1], entry.lstm_dim, entry.projection_dim)
 
 
@@ -180,7 +185,7 @@ def _install(name: str, directory: str, urls: Dict[str, str], digests: Dict[str,
     for file in cache.FILES:
         os.replace(_part(directory, file), os.path.join(directory, file))
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    _write_json(os.path.join(directory, cache.SOURCE),
+    cache.write_json(os.path.join(directory, cache.SOURCE),
                 {"name": name, "urls": urls, "sizes": cache.sizes(directory), "sha256": digests, "pinned": pinned,
                  "downloaded": when, "complete": True})
     recorded = integrity.record(directory, cache.FILES)  # the completeness marker, written last
@@ -206,10 +211,3 @@ def _remove_if_empty(directory: str) -> None:
             os.remove(part)
     if set(os.listdir(directory)) <= {cache.SOURCE}:
         shutil.rmtree(directory)
-
-
-def _write_json(path: str, data: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)

@@ -37,10 +37,11 @@ class ElmoDownloadError(ElmoError, RuntimeError):
 
 
 class ElmoDownloadArgumentError(ElmoError, ValueError):
-    """A download cannot start: a model name that is not registered or not valid, a URL that is
-    not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name`` taken by another
-    model or source, command-line arguments that do not fit together. Nothing is fetched. The
-    message names the argument and what is expected. Subclasses :class:`ValueError`."""
+    """A download cannot start: a model name that is not in the catalog or not valid, a URL (or
+    mirror) that is not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name``
+    taken by another model or source, command-line arguments that do not fit together. Nothing is
+    fetched. The message names the argument and what is expected, with the command to run where
+    there is one. Subclasses :class:`ValueError`."""
 
 
 class _Retry(Exception):
@@ -64,7 +65,9 @@ def fetch(url: str, part: str, *, progress: bool = True, label: Optional[str] = 
     seconds, each time resuming where it stopped. Returns the file size in bytes. ``part`` is
     only created once the server answers. Raises ElmoDownloadError (at once for HTTP 4xx and an
     unresolvable host name, after the retries otherwise);
-    what was received stays in ``part`` for the next call."""
+    what was received stays in ``part`` for the next call. Raises ElmoDownloadArgumentError (a
+    ValueError) for a URL that is not http(s) (urllib would also open ``file:`` and ``ftp:``)."""
+    check_url(url)
     for attempt in range(retries + 1):
         try:
             return _fetch_once(url, part, progress, label or os.path.basename(part), timeout)
@@ -164,6 +167,15 @@ def _stream(resp, part: str, offset: int, total: Optional[int], progress: bool, 
     return got
 
 
+DISK_ERRORS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}
+
+
+def disk_reason(err: OSError) -> str:
+    """A few words for an OSError of writing: "disk full", "read-only file system", ..."""
+    return DISK_ERRORS.get(err.errno) or err.strerror or str(err)
+
+
 def _disk_error(part: str, err: OSError) -> ElmoDownloadError:
     """The one-line error of a ``part`` that cannot be written (not retried: another try fails
     the same way), with the bytes it keeps."""
@@ -171,8 +183,6 @@ def _disk_error(part: str, err: OSError) -> ElmoDownloadError:
         kept = os.path.getsize(part)
     except OSError:
         kept = 0
-    why = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
-           errno.EACCES: "permission denied", errno.EPERM: "operation not permitted"}.get(err.errno)
-    return ElmoDownloadError(f"{part}: cannot write the download ({why or err.strerror or err}): a disk error, "
+    return ElmoDownloadError(f"{part}: cannot write the download ({disk_reason(err)}): a disk error, "
                              f"not the connection; {_kept(kept)} once the folder has space and can be written "
                              "(or set $SPACY_ELMO_CACHE to another folder)", path=part, resumable=True)

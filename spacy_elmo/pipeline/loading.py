@@ -40,7 +40,7 @@ def resolve_files(name: Optional[str], options_path: Optional[str], weights_path
                   where: str, name_key: str = "name") -> Tuple[Tuple[str, str], Tuple[str, str]]:
     """((options key, options file), (weights key, weights file)). ``options_path`` and
     ``weights_path`` (both or neither) win over ``name`` (a packaged or downloaded model's
-    name, see ``spacy_elmo.hub.resolve.resolve``, or a model directory), whose config key
+    name, see :func:`spacy_elmo.hub.resolve.resolve`, or a model directory), whose config key
     is ``name_key``. Raises ElmoConfigError naming ``where`` and the key when only one of the two
     paths is set or a file cannot be found."""
     from ..hub.resolve import model_files
@@ -64,16 +64,18 @@ def resolve_files(name: Optional[str], options_path: Optional[str], weights_path
     return out[0], out[1]
 
 
-def load_bilm(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str,
-              name_key: str = "name"):
-    """Load a :class:`~spacy_elmo.bilm.BiLM` (frozen, eval mode, on CPU); arguments as for
-    :func:`resolve_files`. Raises ElmoConfigError (a ValueError) naming the key and path for a
-    missing, unreadable or malformed file (wrapping the biLM's ElmoWeightsError)."""
-    from ..bilm import BiLM, ElmoWeightsError
+def load_config_bilm(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str,
+                     name_key: str = "name"):
+    """:func:`spacy_elmo.hub.load_bilm` of the files :func:`resolve_files` finds (a
+    :class:`~spacy_elmo.bilm.BiLM`, frozen, eval mode, on CPU), with errors that name the config
+    key: ElmoConfigError (a ValueError) naming the key and path for a missing, unreadable or
+    malformed file (wrapping the biLM's ElmoWeightsError)."""
+    from ..bilm import ElmoWeightsError
+    from ..hub import load_bilm
 
     (okey, opath), (wkey, wpath) = resolve_files(name, options_path, weights_path, where, name_key)
     try:
-        return BiLM.from_files(opath, wpath)
+        return load_bilm(options_path=opath, weights_path=wpath)
     except (ElmoWeightsError, OSError) as err:
         bad = getattr(err, "path", None)
         key, path = (okey, opath) if bad and os.path.abspath(bad) == os.path.abspath(opath) else (wkey, wpath)

@@ -21,8 +21,8 @@ def probe_command(model: Optional[str], options_path: Optional[str], weights_pat
 
 def probe_cli(
     ctx: typer.Context,
-    model: Optional[str] = typer.Argument(None, help="Packaged model name or model directory "
-                                                     "(default: the embedded en_elmo_small)"),
+    model: Optional[str] = typer.Argument(None, help="Model name (packaged or downloaded) or "
+                                                     "directory (default: the embedded en_elmo_small)"),
     output: Path = typer.Option(..., "--output", "-o", help="Directory for probe.md, probe.json and probe.png"),
     pipelines: Optional[List[Path]] = typer.Option(None, "--pipelines", help="Trained pipeline directories whose "
                                                    "learned mixes to read: --pipelines A B C (or repeat the option)"),

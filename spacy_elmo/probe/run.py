@@ -149,17 +149,18 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
     """Run every probe on one biLM (a packaged name or directory, or options + weights files, as
     for the ``elmo`` component; default ``spacy_elmo.DEFAULT_MODEL``). Returns the result dict
     that :mod:`.report` writes (scores in %, similarities as cosines, times in seconds).
-    Raises ProbeDataError for a data set not given (before loading anything), ElmoConfigError for
-    a model that cannot be loaded, FileNotFoundError for missing data."""
+    Raises ProbeDataError for a data set not given (before loading anything), as
+    :func:`spacy_elmo.hub.load_bilm` for a model that cannot be loaded (FileNotFoundError,
+    ElmoInputError, ElmoWeightsError), FileNotFoundError for missing data."""
+    from ..hub import load_bilm
     from ..hub.resolve import DEFAULT_MODEL
-    from ..pipeline.loading import load_bilm
 
     s = settings or ProbeSettings()
     check_data(s)
     timer = _Timer()
     t0 = time.perf_counter()
     model = model if model or options_path else DEFAULT_MODEL
-    bilm = load_bilm(model, options_path, weights_path, where="probe", name_key="model")
+    bilm = load_bilm(model, options_path, weights_path)
     upos, upos_sizes, dev, dev_vecs = _upos(bilm, s, timer)
     ctx, ctx_sizes = _contextuality(dev, dev_vecs, s, timer)
     del dev_vecs

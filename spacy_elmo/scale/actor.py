@@ -1,6 +1,6 @@
 """The callable class that ``ray.data`` ``map_batches`` runs in each actor of the pool.
 
-Each actor loads the biLM once (``BiLM.from_pretrained``, so the model name or directory must
+Each actor loads the biLM once (:func:`spacy_elmo.hub.load_bilm`, so the model name or directory must
 resolve on every node: packaged models always do), sets torch's threads to its ``num_cpus``
 (CPU actors) or moves the biLM to CUDA (``num_gpus`` > 0; Ray sets CUDA_VISIBLE_DEVICES), and
 then, per block, runs ``BiLM.embed_sentences`` (the same call as the ``embed`` command), picks
@@ -41,10 +41,10 @@ class ShardEmbedder:
                  kill_marker: Optional[str] = None):
         import torch
 
-        from ..bilm import BiLM
+        from ..hub import load_bilm
 
         torch.set_num_threads(max(1, int(num_cpus)))
-        self.bilm = BiLM.from_pretrained(model)
+        self.bilm = load_bilm(model)
         if num_gpus:
             self.bilm.to("cuda")
         self.spec, self.dtype, self.batch_size = layers.parse(layer_spec), dtype, batch_size

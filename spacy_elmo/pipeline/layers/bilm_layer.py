@@ -29,7 +29,7 @@ from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ...bilm.precision import check_precision
 from .. import threads
 from ..cache import LayersCache
-from ..loading import ElmoConfigError, check_paths, load_bilm
+from ..loading import ElmoConfigError, check_paths, load_config_bilm
 from .bilm_shim import BiLMShim
 
 
@@ -90,7 +90,7 @@ def get_bilm(model: Model):
     shim = model.shims[0]
     if shim.bilm is None:
         src = model.attrs["source"]
-        shim.set_bilm(load_bilm(src["name"], src["options_path"], src["weights_path"], src["where"]))
+        shim.set_bilm(load_config_bilm(src["name"], src["options_path"], src["weights_path"], src["where"]))
     bilm = shim.bilm
     threads.check_device(bilm.device)
     precision = model.attrs["precision"].value if "precision" in model.attrs else "float32"

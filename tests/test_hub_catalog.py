@@ -1,0 +1,116 @@
+"""The one catalog of model names (``spacy_elmo.hub.catalog``), the page that shows it
+(docs/models.md), and the one loader of a biLM by name (``spacy_elmo.hub.load_bilm``)."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from spacy_elmo.bilm import BiLM, ElmoInputError
+from spacy_elmo.hub import cache, catalog, load_bilm
+
+from helpers import REPO
+
+PAGE = REPO / "docs" / "models.md"
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPACY_ELMO_CACHE", str(tmp_path / "cache"))
+    for env in (catalog.MIRROR_ENV, catalog.EFML_MIRROR_ENV):
+        monkeypatch.delenv(env, raising=False)
+
+
+def _table(text: str, header: str) -> list:
+    """The rows (lists of cells) of the markdown table whose header line starts with ``header``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    out = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        out.append([cell.strip() for cell in line.strip("|").split("|")])
+    return out
+
+
+def test_the_page_lists_the_catalog():
+    """docs/models.md's catalog table is the catalog: every name, in order, with its format,
+    language, size, training text and licence."""
+    rows = _table(PAGE.read_text(encoding="utf-8"), "| name | format | language |")
+    expected = [[f"`{e.name}`", e.format, f"{e.language} ({e.language_name})",
+                 f"~{e.size_mb} MB" if e.size_mb else "not published", e.trained_on, e.licence]
+                for e in catalog.CATALOG.values()]
+    assert rows == expected
+    shapes = _table(PAGE.read_text(encoding="utf-8"), "| name | shape (AllenNLP) |")
+    assert [[r[0], r[1], r[2]] for r in shapes] == [[f"`{e.name}`", e.shape, str(2 * e.projection_dim)]
+                                                    for e in catalog.CATALOG.values() if e.format == catalog.BILM_TF]
+
+
+def test_every_entry_is_complete_and_downloadable():
+    names = catalog.names()
+    assert len(names) == 48 and len(catalog.names(catalog.BILM_TF)) == 4 and len(catalog.names(catalog.EFML)) == 44
+    urls = [u for e in catalog.CATALOG.values() for u in e.urls().values()]
+    assert len(set(urls)) == len(urls) == 4 * 2 + 44
+    for e in catalog.CATALOG.values():
+        assert cache.check_name(e.name) == e.name and e.format in catalog.FORMATS and e.licence
+        assert re.fullmatch(r"[a-z]{2,3}", e.language) and e.language_name and e.trained_on
+        assert set(e.urls()) == set(e.sha256) == ({cache.ZIP} if e.format == catalog.EFML else set(cache.FILES))
+    assert catalog.get("efml-de").urls() == {"source.zip": "http://vectors.nlpl.eu/repository/11/142.zip"}
+    assert catalog.get("elmo-small").urls()["weights.hdf5"].endswith(
+        "/2x1024_128_2048cnn_1xhighway/elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5")
+
+
+def test_the_mirrors_replace_the_base_urls(monkeypatch):
+    monkeypatch.setenv(catalog.MIRROR_ENV, "http://127.0.0.1:9/elmo/")
+    monkeypatch.setenv(catalog.EFML_MIRROR_ENV, "https://127.0.0.1:9/nlpl")
+    assert catalog.get("elmo-small").urls()["options.json"].startswith("http://127.0.0.1:9/elmo/2x1024_128")
+    assert catalog.get("efml-zh").urls() == {"source.zip": "https://127.0.0.1:9/nlpl/179.zip"}
+
+
+def test_unknown_names_get_the_closest_ones():
+    assert "did you mean elmo-small" in catalog.unknown_name("elmo-smal")
+    assert "did you mean" not in catalog.unknown_name("zzzzzzzz")
+
+
+def test_load_bilm_takes_a_name_a_directory_or_two_files(tiny_model, tmp_path):
+    from spacy_elmo import DEFAULT_MODEL
+
+    by_dir = load_bilm(tiny_model.directory)
+    by_files = load_bilm(options_path=tiny_model.options_path, weights_path=tiny_model.weights_path)
+    assert by_dir.options == by_files.options == BiLM.from_pretrained(tiny_model.directory).options
+    assert load_bilm().options == load_bilm(DEFAULT_MODEL).options
+    assert load_bilm(tiny_model.directory, precision="bfloat16").precision == "bfloat16"
+    with pytest.raises(ElmoInputError, match="options_path is given without weights_path"):
+        load_bilm(options_path=tiny_model.options_path)
+    with pytest.raises(FileNotFoundError, match="'efml-de' is not downloaded.*python -m spacy_elmo download efml-de"):
+        load_bilm("efml-de")
+
+
+def test_load_bilm_needs_no_spacy(tiny_model):
+    code = ("import sys; from spacy_elmo.hub import load_bilm; load_bilm(sys.argv[1]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('spacy', 'thinc') "
+            "or m.startswith('spacy_elmo.pipeline')))")
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code, tiny_model.directory], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_probe_loads_its_bilm_through_load_bilm(monkeypatch):
+    """The probe does not build a spaCy pipeline to reach a biLM: it calls hub.load_bilm."""
+    import spacy_elmo.hub
+    from spacy_elmo.probe import ProbeSettings
+    from spacy_elmo.probe.run import run_probe
+
+    calls = []
+
+    def loader(*args, **kwargs):
+        calls.append(args)
+        raise FileNotFoundError("stop here")
+
+    monkeypatch.setattr(spacy_elmo.hub, "load_bilm", loader)
+    with pytest.raises(FileNotFoundError, match="stop here"):
+        run_probe("some-model", None, None, ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))
+    assert calls == [("some-model", None, None)]
