@@ -24,7 +24,8 @@ from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
 from ..bilm.lstm import FORGET_BIAS
 from ..bilm.options import read_options
-from ..bilm.weights import check_size, from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
+from ..bilm.sizes import check_size
+from ..bilm.weights import from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
 from .lm import LanguageModel
 
 TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
@@ -146,7 +147,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     file for an unreadable or malformed options.json, weights.hdf5 or lm_head.hdf5, or a vocab.txt /
     lm_head.hdf5 / options.json that do not belong together; ElmoWeightsError (a ValueError) if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`); ElmoWeightsError for options above the size
-    limit of :func:`~spacy_elmo.bilm.weights.check_size` ($SPACY_ELMO_MAX_PARAMS).
+    limit of :func:`~spacy_elmo.bilm.sizes.check_size` ($SPACY_ELMO_MAX_PARAMS).
     """
     paths = {name: os.path.join(directory, name)
              for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
