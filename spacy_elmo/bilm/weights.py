@@ -185,12 +185,14 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
     if not os.path.exists(path):
         raise ElmoWeightsError(f"{path}: weight file not found", path=path)
     with open_hdf5(path) as f:
-        datasets = [(name, _float_dataset(f, name, shape, path)) for name, shape in iter_layout(options)]
-        return {name: _read_float(obj, name, path) for name, obj in datasets}
+        datasets = [(name, float_dataset(f, name, shape, path)) for name, shape in iter_layout(options)]
+        return {name: read_float(obj, name, path) for name, obj in datasets}
 
 
-def _float_dataset(f: "h5py.File", name: str, shape: Tuple[int, ...], path: str) -> "h5py.Dataset":
-    """The dataset ``name`` of ``f``, checked to exist with ``shape`` and a float dtype (nothing read)."""
+def float_dataset(f: "h5py.File", name: str, shape: Tuple[int, ...], path: str,
+                  source: str = "options.json") -> "h5py.Dataset":
+    """The dataset ``name`` of ``f``, checked to exist with ``shape`` (what ``source`` implies) and a
+    float dtype, nothing read. Raises ElmoWeightsError naming the dataset."""
     import h5py
 
     try:
@@ -201,15 +203,15 @@ def _float_dataset(f: "h5py.File", name: str, shape: Tuple[int, ...], path: str)
     if obj is None or not isinstance(obj, h5py.Dataset):
         raise ElmoWeightsError(f"{path}: dataset {name!r} is missing (expected shape {shape})", path=path, dataset=name)
     if tuple(obj.shape) != shape:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but options.json implies "
-                               f"{shape}", path=path, dataset=name)
+        raise ElmoWeightsError(f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but {source} implies {shape}",
+                               path=path, dataset=name)
     if obj.dtype.kind != "f":
         raise ElmoWeightsError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
                                path=path, dataset=name)
     return obj
 
 
-def _read_float(obj: "h5py.Dataset", name: str, path: str) -> numpy.ndarray:
+def read_float(obj: "h5py.Dataset", name: str, path: str) -> numpy.ndarray:
     """The checked dataset ``obj`` as a float32 array; ElmoWeightsError if unreadable or not finite."""
     try:
         arr = obj[()]
