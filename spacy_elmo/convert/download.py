@@ -29,6 +29,7 @@ import zipfile
 from pathlib import PurePosixPath
 from typing import Optional
 
+from ..bilm.files import CONFIG_BYTES, read_json
 from ..hub import cache
 from ..hub.fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
 from . import efml_registry
@@ -228,8 +229,7 @@ def _install(name: str, directory: str, url: str, digest: str, size: int, pinned
 
 def _read_json(path: str) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(path, CONFIG_BYTES, "JSON file")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

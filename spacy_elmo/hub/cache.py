@@ -12,11 +12,11 @@ A model is complete only when ``sha256.json`` holds the digests of both files: i
 after they are renamed into place, so a folder without it never looks finished. Loading checks
 the digests (``BiLM.from_files``). No torch or spaCy import here.
 """
-import json
 import os
 import re
 from typing import Dict, List, Optional
 
+from ..bilm.files import CONFIG_BYTES, read_json
 from . import registry
 from .fetch import ElmoDownloadArgumentError
 
@@ -68,8 +68,7 @@ def download_command(name: str) -> str:
 def read_source(name: str) -> Optional[dict]:
     """The model's source.json as a dict, or None if absent or unreadable."""
     try:
-        with open(os.path.join(model_dir(name), SOURCE), encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(os.path.join(model_dir(name), SOURCE), CONFIG_BYTES, "source.json")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -82,8 +81,7 @@ def state(name: str) -> str:
     if not os.path.isdir(directory):
         return "absent"
     try:
-        with open(os.path.join(directory, DIGESTS), encoding="utf-8") as f:
-            digests = json.load(f)
+        digests = read_json(os.path.join(directory, DIGESTS), CONFIG_BYTES, "digest file")
     except (OSError, ValueError):
         digests = {}
     complete = isinstance(digests, dict) and all(
