@@ -60,8 +60,8 @@ class ElmoFileError(ElmoError, OSError):
 
 
 class ElmoMemoryError(ElmoWeightsError, MemoryError):
-    """A model does not fit in memory: the datasets its options imply add up to more than this
-    machine's physical memory (checked before anything is read), or a ``MemoryError`` was raised
+    """A model does not fit in memory: the datasets its options imply add up to more than the
+    physical memory (checked before anything is read), or a ``MemoryError`` was raised
     while it was loaded. The message names the file, the size and the parameter limit
     ($SPACY_ELMO_MAX_PARAMS). Subclasses :class:`ValueError` (as every ElmoWeightsError) and
     :class:`MemoryError`."""

@@ -120,7 +120,7 @@ class BiLM(nn.Module):
         more than 374,403,392 parameters (4x the original ELMo), vocabularies included (checked
         before any allocation; set $SPACY_ELMO_MAX_PARAMS to raise the limit, see
         :func:`.sizes.check_size`). :class:`~.errors.ElmoMemoryError` (a ValueError and a
-        MemoryError) for a model larger than this machine's memory, and for a MemoryError while
+        MemoryError) for a model larger than the physical memory, and for a MemoryError while
         loading.
         """
         for path in (options_file, weight_file):

@@ -5,7 +5,7 @@
 - :func:`check_size`: that count, plus the values of the other datasets read with the model
   (the vocabularies of a format_version 2 model, the LM head of a pretraining output), against
   the limit (:func:`max_params`: :data:`MAX_PARAMS`, or $SPACY_ELMO_MAX_PARAMS), and their
-  bytes against this machine's physical memory, so that a model that cannot fit is refused in
+  bytes against the physical memory, so that a model that cannot fit is refused in
   one line even when the limit has been raised.
 - :func:`out_of_memory`: around the loading of a model (:meth:`.model.BiLM.from_files`, the
   pretraining output's reader), turns a ``MemoryError`` into a one-line error.
@@ -59,7 +59,7 @@ def max_params(value: Optional[int] = None) -> int:
 
 
 def physical_memory() -> Optional[int]:
-    """This machine's physical memory in bytes, or None where the system does not say."""
+    """The physical memory in bytes, or None where the system does not say."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
@@ -92,7 +92,7 @@ def check_size(options: dict, path: str, limit: Optional[int] = None, extra: int
     if memory and BYTES_PER_VALUE * count > memory:
         raise ElmoMemoryError(
             f"{path}: the options imply {params:,} parameters{more} ({_gb(BYTES_PER_VALUE * count)} of float32), "
-            f"more than this machine's {_gb(memory)} of memory (the limit ${MAX_PARAMS_ENV} is {limit:,}); "
+            f"more than the {_gb(memory)} of physical memory (the limit ${MAX_PARAMS_ENV} is {limit:,}); "
             "refusing to load it", path=path, dataset="lstm.dim")
     return count
 

@@ -171,7 +171,7 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
 
     Before anything is read, the parameter count implied by ``options`` is checked against
     ``max_params`` (default: $SPACY_ELMO_MAX_PARAMS, else :data:`.sizes.MAX_PARAMS`, 4x the
-    largest published ELMo) and this machine's memory, see :func:`.sizes.check_size`: a small
+    largest published ELMo) and the physical memory, see :func:`.sizes.check_size`: a small
     (sparse) file with huge options would otherwise allocate gigabytes. Then every dataset's
     declared shape and dtype are checked, all of them before the first is read.
 

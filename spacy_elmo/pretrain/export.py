@@ -197,7 +197,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     is checked before any is read); ElmoWeightsError (a ValueError) if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`); ElmoWeightsError for options above the size
     limit of :func:`~spacy_elmo.bilm.sizes.check_size` ($SPACY_ELMO_MAX_PARAMS), the LM head
-    included; ElmoMemoryError (also a MemoryError) for a model larger than this machine's memory
+    included; ElmoMemoryError (also a MemoryError) for a model larger than the physical memory
     or a MemoryError while loading.
     """
     paths = {name: os.path.join(directory, name)
