@@ -8,7 +8,8 @@ import h5py
 import pytest
 
 from spacy_elmo.bilm import BiLM, ElmoWeightsError
-from spacy_elmo.bilm.weights import MAX_PARAMS, check_size, layout, n_params
+from spacy_elmo.bilm.sizes import MAX_PARAMS, check_size, n_params
+from spacy_elmo.bilm.weights import layout
 
 ORIGINAL = {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
                      "use_skip_connections": True},

@@ -11,9 +11,11 @@ Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of d
 ``bilm(token_vectors=..., mask=...)`` from padded precomputed vectors. Batching of many
 sentences (distinct-token table, length sort, padding, per-sentence slices), with or without
 autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
-Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), errors :class:`ElmoWeightsError`,
-:class:`ElmoInputError`, :class:`ElmoInputTypeError`
-(a :class:`ElmoError`, the package's base error; :mod:`.errors` imports no torch).
+Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), :mod:`.sizes` (a model's size from
+its options, checked before anything is read), :mod:`.files` (small files: regular and capped),
+errors :class:`ElmoWeightsError` (:class:`ElmoMemoryError`), :class:`ElmoFileError`,
+:class:`ElmoInputError`, :class:`ElmoInputTypeError` (each
+a :class:`ElmoError`, the package's base error; :mod:`.errors` imports no torch).
 Token ids come from the model's own indexer (``bilm.indexer``, :mod:`.indexer`): bilm-tf's bytes,
 or the learned character vocabulary of a converted ELMoForManyLangs model; for any model,
 ``bilm(bilm.batch_to_ids(sentences))`` (``batch_to_ids`` alone is the bilm-tf byte scheme).
@@ -24,7 +26,7 @@ This package imports nothing of spacy_elmo outside itself (tests/test_architectu
 names (packaged or downloaded) given to ``BiLM.from_pretrained`` resolve through the hook in
 :mod:`.resolver`, which ``import spacy_elmo`` points at :mod:`spacy_elmo.hub.resolve`.
 """
-from .errors import ElmoError, ElmoInputError, ElmoInputTypeError, ElmoWeightsError
+from .errors import ElmoError, ElmoFileError, ElmoInputError, ElmoInputTypeError, ElmoMemoryError, ElmoWeightsError
 
 # The rest loads on first access (torch is imported then), so the errors import light.
 _LAZY = {"BiLM": ".model", "BiLMOutput": ".model", "batch_to_ids": ".chars"}
@@ -39,5 +41,5 @@ def __getattr__(name):
     return getattr(module, name)
 
 
-__all__ = ["BiLM", "BiLMOutput", "ElmoError", "ElmoInputError", "ElmoInputTypeError", "ElmoWeightsError",
-           "batch_to_ids"]
+__all__ = ["BiLM", "BiLMOutput", "ElmoError", "ElmoFileError", "ElmoInputError", "ElmoInputTypeError",
+           "ElmoMemoryError", "ElmoWeightsError", "batch_to_ids"]

@@ -45,3 +45,23 @@ class ElmoInputTypeError(ElmoError, TypeError):
     """An argument of the wrong type: a ``str`` where a list of tokenised sentences is expected,
     a token that is not a ``str``, a value of the wrong type for ``doc._.elmo``. The message
     names what was expected and what was given. Subclasses :class:`TypeError`."""
+
+
+class ElmoFileError(ElmoError, OSError):
+    """A file that is read whole cannot be read safely: it is not a regular file (a FIFO, a
+    device such as ``/dev/zero``, a directory, a socket; symlinks are followed to what they name)
+    or it is larger than the cap for its kind (see :mod:`.files`). The message names the file and
+    what it is. Subclasses :class:`OSError`, so ``except OSError`` also catches it.
+    Attribute: ``path``."""
+
+    def __init__(self, message: str, path: Union[str, os.PathLike, None] = None) -> None:
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+
+
+class ElmoMemoryError(ElmoWeightsError, MemoryError):
+    """A model does not fit in memory: the datasets its options imply add up to more than the
+    physical memory (checked before anything is read), or a ``MemoryError`` was raised
+    while it was loaded. The message names the file, the size and the parameter limit
+    ($SPACY_ELMO_MAX_PARAMS). Subclasses :class:`ValueError` (as every ElmoWeightsError) and
+    :class:`MemoryError`."""

@@ -14,6 +14,7 @@ import os
 from typing import Iterable, Optional, Union
 
 from .errors import ElmoWeightsError
+from .files import CONFIG_BYTES, read_json
 
 DIGESTS = "sha256.json"
 logger = logging.getLogger("spacy_elmo")
@@ -42,11 +43,12 @@ def record(directory: str, names: Iterable[str] = ("options.json", "weights.hdf5
 
 
 def _read(path: str) -> Optional[dict]:
-    if not os.path.isfile(path):
+    """The digests of ``path`` (a sha256.json), None if there is none; ElmoWeightsError if it is
+    not a regular file of at most :data:`.files.CONFIG_BYTES` holding a JSON object."""
+    if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(path, CONFIG_BYTES, "digest file")
     except (OSError, ValueError) as err:
         raise ElmoWeightsError(f"{path}: unreadable digest file ({err})", path=path) from None
     if not isinstance(data, dict):

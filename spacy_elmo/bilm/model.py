@@ -28,6 +28,7 @@ from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
 from .packing import pack
 from .precision import Resolved, check_precision, resolve as resolve_precision
+from .sizes import out_of_memory
 from .weights import from_state_dict, read_vocab, read_weights, to_state_dict, write_vocab, write_weights
 
 
@@ -116,20 +117,25 @@ class BiLM(nn.Module):
         missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
         bad options, or a file whose sha256 differs from the one recorded beside it
         (:mod:`.integrity`; files without a recorded digest load unchecked), or options that imply
-        more than 374,403,392 parameters (4x the original ELMo; checked before any allocation; set
-        $SPACY_ELMO_MAX_PARAMS to raise the limit, see :func:`.weights.check_size`).
+        more than 374,403,392 parameters (4x the original ELMo), vocabularies included (checked
+        before any allocation; set $SPACY_ELMO_MAX_PARAMS to raise the limit, see
+        :func:`.sizes.check_size`). :class:`~.errors.ElmoMemoryError` (a ValueError and a
+        MemoryError) for a model larger than the physical memory, and for a MemoryError while
+        loading.
         """
         for path in (options_file, weight_file):
             if os.path.isfile(path):
                 integrity.verify(path)
         options = read_options(options_file)
-        vocab = options.get("vocab")
-        if vocab is not None and vocab.get("chars") is None:  # format_version 2: stored in the weights
-            vocab.update(read_vocab(weight_file))
-            options = check_options(options, options_file)
-        arrays = read_weights(weight_file, options)
-        sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
-        return cls.from_state_dict(options, sd, stateful=stateful, precision=precision)
+        weight_file = os.fspath(weight_file)
+        with out_of_memory(weight_file, options):
+            vocab = options.get("vocab")
+            if vocab is not None and vocab.get("chars") is None:  # format_version 2: stored in the weights
+                vocab.update(read_vocab(weight_file, options))
+                options = check_options(options, options_file)
+            arrays = read_weights(weight_file, options)
+            sd = {k: torch.from_numpy(v) for k, v in to_state_dict(arrays, options, consume=True).items()}
+            return cls.from_state_dict(options, sd, stateful=stateful, precision=precision)
 
     @classmethod
     def from_state_dict(cls, options: dict, state_dict: dict, stateful: bool = False,

@@ -9,6 +9,10 @@ Keys used (bilm-tf names)::
 
 ``cell_clip`` / ``proj_clip`` of ``null`` or ``0`` mean "no clipping". Other keys (bilm-tf's
 training settings such as ``n_tokens_vocab``, ``dropout``, ``bidirectional``) are kept and ignored.
+No number anywhere in the options may be NaN or infinite (Python's JSON reader accepts ``NaN``
+and ``Infinity``; a NaN clip would make every vector NaN), and every size is at most
+:data:`MAX_SIZE`. The file is read with :func:`.files.read_json` (a regular file of at most
+:data:`.files.CONFIG_BYTES`).
 
 Format versions. Options without ``format_version`` (or 1) are bilm-tf's: byte ids
 (:class:`~.indexer.ByteIndexer`), ``n_characters`` 262, ``max_characters_per_token`` 50, read and
@@ -31,12 +35,15 @@ import json
 import os
 from typing import Any, Dict, Union
 
-from .errors import ElmoWeightsError
+from .errors import ElmoFileError, ElmoWeightsError
+from .files import CONFIG_BYTES, read_json
+from .finite import is_finite_number, non_finite
 
 REQUIRED_INT = (("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"), ("char_cnn", "n_highway"))
 FORMAT_VERSION = 2  # the newest format_version read and written
 INDEXERS = ("elmoformanylangs",)
 MAX_CHARS_LIMIT = 1000
+MAX_SIZE = 2 ** 31 - 1  # the largest dimension, layer count or vocabulary size accepted
 
 
 def _fail(path, key, why):
@@ -51,36 +58,37 @@ def check_options(options: Any, path: Union[str, os.PathLike, None] = None) -> D
     ``char_cnn.filters``, ``char_cnn.n_highway``. Defaults filled in: ``activation`` "relu",
     ``n_characters`` 262 (261 accepted, as bilm-tf writes it), ``max_characters_per_token`` 50,
     clips null, ``use_skip_connections`` false.
-    Raises :class:`ElmoWeightsError` naming ``path`` and the bad key.
+    Raises :class:`ElmoWeightsError` naming ``path`` and the bad key, also for a NaN or infinite
+    number anywhere in the options and a size above :data:`MAX_SIZE`.
     """
     if not isinstance(options, dict):
         _fail(path, ("<root>",), f"expected a JSON object, got {type(options).__name__}")
+    bad = non_finite(options)
+    if bad is not None:
+        _fail(path, (bad[0],), f"expected a finite number, got {bad[1]!r}")
     opts = copy.deepcopy(options)
     for section in ("lstm", "char_cnn"):
         if not isinstance(opts.get(section), dict):
             _fail(path, (section,), "missing section (expected an object)")
     for key in REQUIRED_INT:
         value = opts[key[0]].get(key[1])
-        if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key[1] == "n_highway" else 1):
-            _fail(path, key, f"expected a positive integer, got {value!r}")
+        if not _int_at_least(value, 0 if key[1] == "n_highway" else 1):
+            _fail(path, key, f"expected a positive integer (at most {MAX_SIZE:,}), got {value!r}")
     lstm, cnn = opts["lstm"], opts["char_cnn"]
     for clip in ("cell_clip", "proj_clip"):
         value = lstm.setdefault(clip, None)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            _fail(path, ("lstm", clip), f"expected a non-negative number or null, got {value!r}")
+        if value is not None and not (is_finite_number(value) and value >= 0):
+            _fail(path, ("lstm", clip), f"expected a finite number >= 0 or null, got {value!r}")
     skip = lstm.setdefault("use_skip_connections", False)
     if not isinstance(skip, bool):
         _fail(path, ("lstm", "use_skip_connections"), f"expected true/false, got {skip!r}")
     emb = cnn.get("embedding")
-    if (not isinstance(emb, dict) or isinstance(emb.get("dim"), bool) or not isinstance(emb.get("dim"), int)
-            or emb["dim"] < 1):
-        _fail(path, ("char_cnn", "embedding", "dim"), f"expected a positive integer, got {emb!r}")
+    if not isinstance(emb, dict) or not _int_at_least(emb.get("dim"), 1):
+        _fail(path, ("char_cnn", "embedding", "dim"), f"expected a positive integer (at most {MAX_SIZE:,}), "
+                                                      f"got {emb!r}")
     filters = cnn.get("filters")
     ok = isinstance(filters, list) and len(filters) > 0 and all(
-        isinstance(f, (list, tuple)) and len(f) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in f)
-        for f in filters
-    )
+        isinstance(f, (list, tuple)) and len(f) == 2 and all(_int_at_least(v, 1) for v in f) for f in filters)
     if not ok:
         _fail(path, ("char_cnn", "filters"), f"expected a non-empty list of [width, n_filters], got {filters!r}")
     cnn["filters"] = [list(f) for f in filters]
@@ -121,7 +129,8 @@ def _check_byte_chars(cnn: dict, path) -> None:
 
 
 def _int_at_least(value, least: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+    """An int (not a bool) in least..MAX_SIZE."""
+    return isinstance(value, int) and not isinstance(value, bool) and least <= value <= MAX_SIZE
 
 
 def _check_vocab(opts: dict, path) -> None:
@@ -135,7 +144,7 @@ def _check_vocab(opts: dict, path) -> None:
                                            f"n_characters), got {cnn.get(key)!r}")
     for key in ("word_dim", "n_words"):
         if not _int_at_least(vocab.setdefault(key, 0), 0):
-            _fail(path, ("vocab", key), f"expected a non-negative integer, got {vocab[key]!r}")
+            _fail(path, ("vocab", key), f"expected a non-negative integer (at most {MAX_SIZE:,}), got {vocab[key]!r}")
     if (vocab["word_dim"] > 0) != (vocab["n_words"] > 0):
         _fail(path, ("vocab", "n_words"), "word_dim and n_words are both > 0 (a word embedding) or both 0")
     _check_lexicon(vocab.get("chars"), cnn["n_characters"] - 1, ("vocab", "chars"), path)
@@ -158,14 +167,16 @@ def _check_lexicon(lexicon, size: int, key, path) -> None:
 
 
 def read_options(path: Union[str, os.PathLike]) -> Dict[str, Any]:
-    """Read and check ``options.json``. Raises :class:`ElmoWeightsError` (missing file, bad JSON, bad key)."""
+    """Read and check ``options.json``. Raises :class:`ElmoWeightsError` (missing file, not a
+    regular file or above :data:`.files.CONFIG_BYTES`, bad JSON, bad key)."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise ElmoWeightsError(f"{path}: options file not found", path=path)
     try:
-        with open(path, encoding="utf-8") as f:
-            options = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        options = read_json(path, CONFIG_BYTES, "options file")
+    except ElmoFileError as e:
+        raise ElmoWeightsError(str(e), path=path) from e
+    except (OSError, ValueError) as e:  # UnicodeDecodeError, json.JSONDecodeError, a 5,000-digit number
         raise ElmoWeightsError(f"{path}: cannot read options JSON: {e}", path=path) from e
     return check_options(options, path)
 

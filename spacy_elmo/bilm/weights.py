@@ -32,13 +32,14 @@ conv weight (n, d, w) = ``W_cnn[0].transpose(2, 1, 0)``; highway ``linear.weight
 LSTM ``w_input[l][d]`` = ``W_0[:P]``, ``w_state[l][d]`` = ``W_0[P:]``, ``bias[l][d]`` = ``B``,
 ``w_proj[l][d]`` = ``W_P_0``, with gate columns reordered from bilm-tf's (i, j, f, o) to (i, f, o, j).
 """
-import math
 import os
-from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
-from .errors import ElmoInputError, ElmoWeightsError
+from .errors import ElmoFileError, ElmoWeightsError
+from .files import check_regular
+from .sizes import check_size
 
 if TYPE_CHECKING:
     import h5py
@@ -51,85 +52,56 @@ def lstm_prefix(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
-def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
-    """Dataset name -> shape expected for ``options`` (checked options, see :mod:`.options`)."""
+def iter_layout(options: dict) -> Iterator[Tuple[str, Tuple[int, ...]]]:
+    """(dataset name, shape) expected for ``options`` (checked options, see :mod:`.options`), one
+    at a time: a reader stops at the first dataset a file lacks, whatever ``n_layers`` says."""
     c, l = options["char_cnn"], options["lstm"]
     d = c["embedding"]["dim"]
     n_filters = sum(n for _, n in c["filters"])
     P, C = l["projection_dim"], l["dim"]
-    shapes = {"char_embed": (c["n_characters"] - 1, d)}
+    yield "char_embed", (c["n_characters"] - 1, d)
     for i, (w, n) in enumerate(c["filters"]):
-        shapes[f"CNN/W_cnn_{i}"] = (1, w, d, n)
-        shapes[f"CNN/b_cnn_{i}"] = (n,)
+        yield f"CNN/W_cnn_{i}", (1, w, d, n)
+        yield f"CNN/b_cnn_{i}", (n,)
     for k in range(c["n_highway"]):
         for name in ("carry", "transform"):
-            shapes[f"CNN_high_{k}/W_{name}"] = (n_filters, n_filters)
-            shapes[f"CNN_high_{k}/b_{name}"] = (n_filters,)
-    word_dim = options.get("vocab", {}).get("word_dim", 0)
+            yield f"CNN_high_{k}/W_{name}", (n_filters, n_filters)
+            yield f"CNN_high_{k}/b_{name}", (n_filters,)
+    word_dim = _word_dim(options)
     if word_dim:
-        shapes["word_embed"] = (options["vocab"]["n_words"], word_dim)
-    shapes["CNN_proj/W_proj"] = (word_dim + n_filters, P)
-    shapes["CNN_proj/b_proj"] = (P,)
+        yield "word_embed", (options["vocab"]["n_words"], word_dim)
+    yield "CNN_proj/W_proj", (word_dim + n_filters, P)
+    yield "CNN_proj/b_proj", (P,)
     for direction in range(2):
         for layer in range(l["n_layers"]):
             p = lstm_prefix(direction, layer)
-            shapes[f"{p}/W_0"] = (2 * P, 4 * C)
-            shapes[f"{p}/B"] = (4 * C,)
-            shapes[f"{p}/W_P_0"] = (C, P)
-    return shapes
+            yield f"{p}/W_0", (2 * P, 4 * C)
+            yield f"{p}/B", (4 * C,)
+            yield f"{p}/W_P_0", (C, P)
 
 
-# The original ELMo (and the 5.5B one, same shapes) has 93,600,848 biLM parameters; 4x that.
-MAX_PARAMS = 4 * 93_600_848
-MAX_PARAMS_ENV = "SPACY_ELMO_MAX_PARAMS"
+def layout(options: dict) -> Dict[str, Tuple[int, ...]]:
+    """Dataset name -> shape expected for ``options`` (checked options, see :mod:`.options`);
+    for options within the size limit (:func:`.sizes.check_size`), :func:`iter_layout` otherwise."""
+    return dict(iter_layout(options))
 
 
-def n_params(options: dict) -> int:
-    """Parameters (float32 values) of the datasets of :func:`layout` for ``options``."""
-    return sum(math.prod(shape) for shape in layout(options).values())
-
-
-def max_params(value: Optional[int] = None) -> int:
-    """The size limit: ``value``, else $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`. Raises
-    ValueError (one line) for an environment value that is not a positive integer."""
-    if value is not None:
-        return int(value)
-    env = os.environ.get(MAX_PARAMS_ENV)
-    if env is None or not env.strip():
-        return MAX_PARAMS
-    try:
-        limit = int(env.replace("_", "").replace(",", ""))
-    except ValueError:
-        limit = 0
-    if limit <= 0:
-        raise ElmoInputError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
-    return limit
-
-
-def check_size(options: dict, path: str, limit: Optional[int] = None) -> int:
-    """The parameter count of ``options``; raises ElmoWeightsError in one line naming the sizes
-    (lstm.dim, projection_dim, n_layers, filters) when it is above :func:`max_params` (raise the
-    limit with $SPACY_ELMO_MAX_PARAMS or ``max_params=`` for a model that really is that big)."""
-    count, limit = n_params(options), max_params(limit)
-    if count > limit:
-        lstm, cnn = options["lstm"], options["char_cnn"]
-        word = options.get("vocab", {}).get("word_dim", 0)
-        raise ElmoWeightsError(
-            f"{path}: the options imply {count:,} parameters ({4 * count / 1e9:.1f} GB of float32: lstm.dim "
-            f"{lstm['dim']:,}, projection_dim {lstm['projection_dim']:,}, n_layers {lstm['n_layers']}, "
-            f"{sum(n for _, n in cnn['filters']):,} filters{f', word_dim {word:,}' if word else ''}), above the "
-            f"limit of {limit:,}; set ${MAX_PARAMS_ENV} to load a model that big", path=path, dataset="lstm.dim")
-    return count
+def _word_dim(options: dict) -> int:
+    return (options.get("vocab") or {}).get("word_dim", 0)
 
 
 def open_hdf5(path: str) -> "h5py.File":
     """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoWeightsError
-    naming the file if it is not a readable HDF5 file (truncated, or another format), and naming
-    the dataset if one reads data from outside the file."""
+    naming the file if it is not a regular file (a FIFO, a device: refused before HDF5 opens it)
+    or not a readable HDF5 file (truncated, or another format), and naming the dataset if one
+    reads data from outside the file."""
     import h5py
 
     try:
+        check_regular(path, "HDF5 file")
         f = h5py.File(path, "r")
+    except ElmoFileError as e:
+        raise ElmoWeightsError(str(e), path=path) from e
     except OSError as e:
         raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
     try:
@@ -198,50 +170,60 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
     """Read every dataset of :func:`layout` from ``path`` as float32 arrays.
 
     Before anything is read, the parameter count implied by ``options`` is checked against
-    ``max_params`` (default: $SPACY_ELMO_MAX_PARAMS, else :data:`MAX_PARAMS`, 4x the largest
-    published ELMo), see :func:`check_size`: a small (sparse) file with huge options would
-    otherwise allocate gigabytes.
+    ``max_params`` (default: $SPACY_ELMO_MAX_PARAMS, else :data:`.sizes.MAX_PARAMS`, 4x the
+    largest published ELMo) and the physical memory, see :func:`.sizes.check_size`: a small
+    (sparse) file with huge options would otherwise allocate gigabytes. Then every dataset's
+    declared shape and dtype are checked, all of them before the first is read.
 
-    Raises ElmoWeightsError: options above the size limit; file missing, not HDF5 or truncated; a
-    dataset missing, not numeric, of the wrong shape, unreadable, or with NaN/infinite values.
-    Extra datasets are ignored.
+    Raises ElmoWeightsError: options above the size limit (ElmoMemoryError: above the machine's
+    memory); file missing, not a regular file, not HDF5 or truncated; a dataset missing, not
+    numeric, of the wrong shape, unreadable, or with NaN/infinite values. Extra datasets are
+    ignored.
     """
-    import h5py
-
     path = os.fspath(path)
     check_size(options, path, max_params)
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise ElmoWeightsError(f"{path}: weight file not found", path=path)
-    out = {}
     with open_hdf5(path) as f:
-        for name, shape in layout(options).items():
-            try:
-                obj = f.get(name)
-            except (OSError, RuntimeError, KeyError, ValueError) as e:
-                raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
-                                       path=path, dataset=name) from e
-            if obj is None or not isinstance(obj, h5py.Dataset):
-                raise ElmoWeightsError(f"{path}: dataset {name!r} is missing (expected shape {shape})",
-                                       path=path, dataset=name)
-            if tuple(obj.shape) != shape:
-                raise ElmoWeightsError(
-                    f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but options.json implies {shape}",
-                    path=path, dataset=name)
-            if obj.dtype.kind != "f":
-                raise ElmoWeightsError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
-                                       path=path, dataset=name)
-            try:
-                arr = obj[()]
-            except (OSError, RuntimeError, ValueError) as e:
-                raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
-                                       path=path, dataset=name) from e
-            arr = numpy.ascontiguousarray(arr, dtype=numpy.float32)
-            bad = arr.size - int(numpy.isfinite(arr).sum())
-            if bad:
-                raise ElmoWeightsError(f"{path}: dataset {name!r} has {bad:,} NaN or infinite values "
-                                       "(corrupt file or diverged training)", path=path, dataset=name)
-            out[name] = arr
-    return out
+        datasets = [(name, float_dataset(f, name, shape, path)) for name, shape in iter_layout(options)]
+        return {name: read_float(obj, name, path) for name, obj in datasets}
+
+
+def float_dataset(f: "h5py.File", name: str, shape: Tuple[int, ...], path: str,
+                  source: str = "options.json") -> "h5py.Dataset":
+    """The dataset ``name`` of ``f``, checked to exist with ``shape`` (what ``source`` implies) and a
+    float dtype, nothing read. Raises ElmoWeightsError naming the dataset."""
+    import h5py
+
+    try:
+        obj = f.get(name)
+    except (OSError, RuntimeError, KeyError, ValueError) as e:
+        raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                               path=path, dataset=name) from e
+    if obj is None or not isinstance(obj, h5py.Dataset):
+        raise ElmoWeightsError(f"{path}: dataset {name!r} is missing (expected shape {shape})", path=path, dataset=name)
+    if tuple(obj.shape) != shape:
+        raise ElmoWeightsError(f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but {source} implies {shape}",
+                               path=path, dataset=name)
+    if obj.dtype.kind != "f":
+        raise ElmoWeightsError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
+                               path=path, dataset=name)
+    return obj
+
+
+def read_float(obj: "h5py.Dataset", name: str, path: str) -> numpy.ndarray:
+    """The checked dataset ``obj`` as a float32 array; ElmoWeightsError if unreadable or not finite."""
+    try:
+        arr = obj[()]
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                               path=path, dataset=name) from e
+    arr = numpy.ascontiguousarray(arr, dtype=numpy.float32)
+    bad = arr.size - int(numpy.isfinite(arr).sum())
+    if bad:
+        raise ElmoWeightsError(f"{path}: dataset {name!r} has {bad:,} NaN or infinite values "
+                               "(corrupt file or diverged training)", path=path, dataset=name)
+    return arr
 
 
 def write_weights(path: Union[str, os.PathLike], arrays: Dict[str, numpy.ndarray]) -> None:
@@ -276,7 +258,7 @@ def to_state_dict(arrays: Dict[str, numpy.ndarray], options: dict, consume: bool
         sd[f"char_cnn.highways.{k}.linear.weight"] = numpy.concatenate(
             [take(f"{h}/W_transform").T, take(f"{h}/W_carry").T])
         sd[f"char_cnn.highways.{k}.linear.bias"] = numpy.concatenate([take(f"{h}/b_transform"), take(f"{h}/b_carry")])
-    if "word_embed" in layout(options):
+    if _word_dim(options):
         words = take("word_embed")
         sd["char_cnn.word_embedding.weight"] = numpy.concatenate([numpy.zeros_like(words[:1]), words])
     sd["char_cnn.projection.weight"] = numpy.ascontiguousarray(take("CNN_proj/W_proj").T)
@@ -336,24 +318,71 @@ def write_vocab(path: Union[str, os.PathLike], vocab: dict) -> None:
             f.create_dataset(f"vocab/{part}/ids", data=numpy.array(list(lexicon.values()), dtype=numpy.int64))
 
 
-def read_vocab(path: Union[str, os.PathLike], parts: Sequence[str] = ("chars", "words")) -> Dict[str, Dict[str, int]]:
-    """The vocabularies stored by :func:`write_vocab`: {"chars": {str: id}, "words": ...} for
-    each part present. Raises ElmoWeightsError naming the file and dataset when a part is
-    malformed (lengths that do not add up, not UTF-8, counts that differ)."""
-    out = {}
-    with open_hdf5(os.fspath(path)) as f:
-        for part in parts:
-            if f"vocab/{part}/ids" not in f:
-                continue
-            name = f"vocab/{part}"
-            try:
-                data = bytes(f[f"{name}/utf8"][()])
-                lengths, ids = f[f"{name}/lengths"][()], f[f"{name}/ids"][()]
-                ends = numpy.cumsum(lengths)
-                if len(lengths) != len(ids) or (len(ends) and ends[-1] != len(data)) or (lengths < 0).any():
-                    raise ValueError("lengths, ids and bytes disagree")
-                starts = ends - lengths
-                out[part] = {data[a:b].decode("utf-8"): int(i) for a, b, i in zip(starts, ends, ids)}
-            except (KeyError, OSError, ValueError) as e:
-                raise ElmoWeightsError(f"{path}: dataset {name!r} is malformed: {e}", path=path, dataset=name) from e
-    return out
+def read_vocab(path: Union[str, os.PathLike], options: dict,
+               max_params: Optional[int] = None) -> Dict[str, Dict[str, int]]:
+    """The vocabularies stored by :func:`write_vocab`: {"chars": {str: id}, "words": ...} (words
+    when ``vocab.n_words`` > 0) for the checked format_version 2 ``options`` they belong to.
+
+    Before anything is read, each part's declared shapes are checked against what the options
+    imply (:func:`_vocab_datasets`), and their values, with the model's parameters, against the
+    size limit and memory (:func:`.sizes.check_size`). Raises ElmoWeightsError naming the file
+    and dataset for a shape the options do not allow, a part that is malformed (lengths that do
+    not add up, not UTF-8, counts that differ), or a size above the limit."""
+    path = os.fspath(path)
+    parts = ("chars", "words") if options["vocab"].get("n_words") else ("chars",)
+    with open_hdf5(path) as f:
+        found = {part: _vocab_datasets(f, part, options, path) for part in parts}
+        extra = sum(ds.size for datasets in found.values() for ds in datasets)
+        check_size(options, path, max_params, extra, "vocabulary values")
+        return {part: _read_lexicon(datasets, f"vocab/{part}", path) for part, datasets in found.items()}
+
+
+VOCAB_NAMES = ("utf8", "lengths", "ids")
+
+
+def _vocab_datasets(f: "h5py.File", part: str, options: dict, path: str) -> List["h5py.Dataset"]:
+    """The (utf8, lengths, ids) datasets of vocab/``part``, checked against the options (nothing
+    read): 1-D integer datasets, lengths and ids of one length k with 1 <= k <= the vocabulary's
+    size (``n_characters - 1`` characters; ``vocab.n_words`` words), and at most 4 bytes (the
+    longest UTF-8 character) x ``max_characters_per_token`` per entry of UTF-8 (a longer string
+    is never looked up)."""
+    import h5py
+
+    name = f"vocab/{part}"
+    size = options["char_cnn"]["n_characters"] - 1 if part == "chars" else options["vocab"]["n_words"]
+    datasets = []
+    for key in VOCAB_NAMES:
+        try:
+            obj = f.get(f"{name}/{key}")
+        except (OSError, RuntimeError, KeyError, ValueError) as e:
+            raise ElmoWeightsError(f"{path}: dataset {name}/{key} cannot be read (file truncated?): {e}",
+                                   path=path, dataset=f"{name}/{key}") from e
+        if not isinstance(obj, h5py.Dataset) or obj.ndim != 1 or obj.dtype.kind not in "iu":
+            raise ElmoWeightsError(f"{path}: dataset {name}/{key} is missing or not a 1-D integer dataset",
+                                   path=path, dataset=f"{name}/{key}")
+        datasets.append(obj)
+    utf8, lengths, ids = datasets
+    k = ids.shape[0]
+    if lengths.shape[0] != k or not 1 <= k <= size:
+        raise ElmoWeightsError(f"{path}: datasets {name}/lengths and {name}/ids declare {lengths.shape[0]:,} and "
+                               f"{k:,} entries, but options.json implies one count of 1 to {size:,}",
+                               path=path, dataset=f"{name}/ids")
+    most = 4 * options["char_cnn"]["max_characters_per_token"] * k
+    if utf8.shape[0] > most:
+        raise ElmoWeightsError(f"{path}: dataset {name}/utf8 declares {utf8.shape[0]:,} bytes, but options.json "
+                               f"implies at most {most:,} for {k:,} entries", path=path, dataset=f"{name}/utf8")
+    return datasets
+
+
+def _read_lexicon(datasets: Sequence["h5py.Dataset"], name: str, path: str) -> Dict[str, int]:
+    """{string: id} of checked (utf8, lengths, ids) datasets; ElmoWeightsError if malformed."""
+    try:
+        data = bytes(datasets[0][()])
+        lengths, ids = datasets[1][()], datasets[2][()]
+        ends = numpy.cumsum(lengths)
+        if (len(ends) and ends[-1] != len(data)) or (lengths < 0).any():
+            raise ValueError("lengths, ids and bytes disagree")
+        starts = ends - lengths
+        return {data[a:b].decode("utf-8"): int(i) for a, b, i in zip(starts, ends, ids)}
+    except (KeyError, OSError, ValueError) as e:
+        raise ElmoWeightsError(f"{path}: dataset {name!r} is malformed: {e}", path=path, dataset=name) from e

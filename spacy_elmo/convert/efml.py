@@ -10,6 +10,11 @@ finds it: ``config_path`` under the source directory, else its file name there, 
 two standard configs the package ships (kept here as data: ``configs/*.json``); a path that
 leads outside the source directory is only tried by its file name. ``config=`` overrides it.
 
+Every text file (``config.json``, the model config, the dictionaries) is read only if it is a regular
+file of at most :data:`~spacy_elmo.bilm.files.CONFIG_BYTES` (``word.dic``:
+:data:`~spacy_elmo.bilm.files.VOCAB_BYTES`), and a ``.pkl`` only if it is a regular file: a FIFO or a
+symlink to ``/dev/zero`` is refused at once (:mod:`spacy_elmo.bilm.files`).
+
 Dictionaries are read as that package reads them: line by line (Unicode line boundaries), each
 line stripped of surrounding whitespace and split on tabs, ``TOKEN\\tID``; a line with a single
 field is U+3000 (its stripped token), and a later line for the same token wins.
@@ -22,7 +27,6 @@ sigmoid(-z), as AllenNLP converts bilm-tf's highways); LSTM gates are reordered 
 ``LstmCellWithProjection``'s (i, f, j, o) to ours (i, f, o, j), and 1.0 is taken off the forget
 bias (our LSTM adds bilm-tf's forget bias at run time); residual connections between layers.
 """
-import json
 import os
 import pickle
 from pathlib import Path
@@ -30,7 +34,9 @@ from typing import Dict, Optional, Tuple
 
 import numpy
 
-from ..bilm.errors import ElmoError
+from ..bilm.errors import ElmoError, ElmoFileError
+from ..bilm.files import CONFIG_BYTES, VOCAB_BYTES, check_regular, read_json, read_text
+from ..bilm.finite import non_finite
 
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 SOURCE_FILES = ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl")
@@ -55,12 +61,13 @@ def find_config(src: str) -> str:
     ElmoConvertError if config.json is missing or malformed, or no config is found."""
     path = os.path.join(src, "config.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            named = json.load(f)["config_path"]
+        named = read_json(path, CONFIG_BYTES, "config.json")["config_path"]
         if not isinstance(named, str) or not named:
             raise ValueError("config_path is not a file name")
     except FileNotFoundError:
         raise ElmoConvertError(f"{path}: not found (is {src} an ELMoForManyLangs model directory?)", path) from None
+    except ElmoFileError as err:
+        raise ElmoConvertError(str(err), path) from None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ElmoConvertError(f"{path}: expected {{\"config_path\": FILE}}: {err}", path) from None
     first = os.path.join(src, named)
@@ -75,16 +82,24 @@ def find_config(src: str) -> str:
 
 def read_config(path: str) -> dict:
     """The model config, checked for what the conversion supports (a CNN token embedder with
-    characters, the ``elmo`` encoder). Raises ElmoConvertError naming the file and key."""
+    characters, the ``elmo`` encoder) and for numbers that are NaN or infinite. Raises
+    ElmoConvertError naming the file and key."""
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
+        config = read_json(path, CONFIG_BYTES, "model config")
+    except ElmoFileError as err:
+        raise ElmoConvertError(str(err), path) from None
+    except (OSError, ValueError) as err:
+        raise ElmoConvertError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
+    bad = non_finite(config)
+    if bad is not None:
+        raise ElmoConvertError(f"{path}: {bad[0]}: expected a finite number, got {bad[1]!r}", path)
+    try:
         enc, tok = config["encoder"], config["token_embedder"]
         checks = [(str(enc.get("name", "")).lower() == "elmo", "encoder.name: only 'elmo' is supported"),
                   (str(tok.get("name", "")).lower() == "cnn", "token_embedder.name: only 'cnn' is supported"),
                   (int(tok.get("char_dim", 0)) > 0, "token_embedder.char_dim: models without characters "
                                                     "are not supported")]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ElmoConvertError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
     for ok, why in checks:
         if not ok:
@@ -92,14 +107,16 @@ def read_config(path: str) -> dict:
     return config
 
 
-def read_dic(path: str) -> Dict[str, int]:
-    """A ``char.dic`` / ``word.dic``, read as the module docstring says. Raises ElmoConvertError
-    naming the file and line for a line that is not ``TOKEN\\tID``."""
+def read_dic(path: str, max_bytes: int = CONFIG_BYTES) -> Dict[str, int]:
+    """A ``char.dic`` / ``word.dic`` (a regular file of at most ``max_bytes``), read as the module
+    docstring says. Raises ElmoConvertError naming the file, and the line for a line that is
+    not ``TOKEN\\tID``."""
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
+        text = read_text(path, max_bytes, "dictionary")
     except FileNotFoundError:
         raise ElmoConvertError(f"{path}: not found", path) from None
+    except ElmoFileError as err:
+        raise ElmoConvertError(str(err), path) from None
     except (OSError, UnicodeDecodeError) as err:
         raise ElmoConvertError(f"{path}: cannot read as UTF-8: {err}", path) from None
     lexicon = {}
@@ -123,9 +140,12 @@ def load_state(path: str) -> Dict[str, numpy.ndarray]:
     import torch
 
     try:
+        check_regular(path, "state dict")
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise ElmoConvertError(f"{path}: not found", path) from None
+    except ElmoFileError as err:
+        raise ElmoConvertError(str(err), path) from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as err:
         why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ElmoConvertError(f"{path}: refused: not a plain PyTorch state dict of tensors (weights_only "
@@ -235,7 +255,7 @@ def load_source(src: str, config: Optional[str] = None):
     cfg = read_config(config_path)
     tok = cfg["token_embedder"]
     chars = read_dic(os.path.join(src, "char.dic"))
-    words = read_dic(os.path.join(src, "word.dic")) if int(tok.get("word_dim", 0)) > 0 else None
+    words = read_dic(os.path.join(src, "word.dic"), VOCAB_BYTES) if int(tok.get("word_dim", 0)) > 0 else None
     te_path, enc_path = os.path.join(src, "token_embedder.pkl"), os.path.join(src, "encoder.pkl")
     te, enc = load_state(te_path), load_state(enc_path)
     n_chars = te.get("char_emb_layer.embedding.weight", numpy.zeros((0, 0))).shape[0]

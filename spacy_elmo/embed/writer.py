@@ -23,6 +23,8 @@ from typing import Iterable, Iterator, List, Set, Tuple
 import h5py
 import numpy
 
+from ..bilm.files import CONFIG_BYTES, read_json
+
 ATTR = "spacy_elmo"
 
 
@@ -173,8 +175,7 @@ def _dataset(f: h5py.File, name: str, array: numpy.ndarray) -> None:
 
 def _read_json(path: str):
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return read_json(path, CONFIG_BYTES, "JSON file")
     except (OSError, ValueError):
         return None
 

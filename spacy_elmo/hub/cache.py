@@ -21,6 +21,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
+from ..bilm.files import CONFIG_BYTES, read_json
 from .fetch import ElmoDownloadArgumentError
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
@@ -60,8 +61,7 @@ def model_dir(name: str) -> str:
 def read_source(name: str) -> Optional[dict]:
     """The model's source.json as a dict, or None if absent or unreadable."""
     try:
-        with open(os.path.join(model_dir(name), SOURCE), encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(os.path.join(model_dir(name), SOURCE), CONFIG_BYTES, "source.json")
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -74,8 +74,7 @@ def state(name: str) -> str:
     if not os.path.isdir(directory):
         return "absent"
     try:
-        with open(os.path.join(directory, DIGESTS), encoding="utf-8") as f:
-            digests = json.load(f)
+        digests = read_json(os.path.join(directory, DIGESTS), CONFIG_BYTES, "digest file")
     except (OSError, ValueError):
         digests = {}
     complete = isinstance(digests, dict) and all(

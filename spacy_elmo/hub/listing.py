@@ -2,10 +2,10 @@
 (:mod:`.catalog`: each name ``download`` takes) and any other downloaded model, with format,
 language, size, licence, whether it is here, and the command to run when one is needed. No torch
 or spaCy import (options are read as JSON)."""
-import json
 import os
 from typing import Dict, List, Optional
 
+from ..bilm.files import CONFIG_BYTES, read_json
 from . import cache, catalog, hints
 
 COLUMNS = ("name", "format", "language", "size", "licence", "status", "command")
@@ -15,8 +15,7 @@ def shape_of(options_path: str) -> str:
     """AllenNLP-style shape name from an options.json, e.g. ``2x1024_128_2048cnn_1xhighway``;
     "?" if unreadable."""
     try:
-        with open(options_path, encoding="utf-8") as f:
-            o = json.load(f)
+        o = read_json(options_path, CONFIG_BYTES, "options file")
         cnn = sum(n for _, n in o["char_cnn"]["filters"])
         return (f"{o['lstm'].get('n_layers', 2)}x{o['lstm']['dim']}_{o['lstm']['projection_dim']}_{cnn}cnn_"
                 f"{o['char_cnn'].get('n_highway', 0)}xhighway")

@@ -22,7 +22,7 @@ from .bilm_config import build_bilm, check_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
-from .loading import ElmoConfigError
+from .loading import ElmoConfigError, check_number
 
 
 @registry.architectures("spacy_elmo.ElmoBiLM.v1")
@@ -63,7 +63,9 @@ def scalar_mix_v1(initial_weights: Optional[List[float]] = None, gamma: float = 
 def elmo_readout(mix: Optional[Model], initial_weights: Optional[List[float]], trainable: bool, layer_norm: bool,
                  dropout: float, width: Optional[int]) -> Model[List[Floats3d], List[Floats2d]]:
     """Scalar mix -> dropout -> optional Linear(width). ``mix`` replaces the ScalarMix built from
-    the other options (ValueError if both are given)."""
+    the other options (ValueError if both are given). ElmoConfigError (a ValueError) for a
+    dropout that is not a finite number in [0, 1)."""
+    dropout = check_number(dropout, "dropout", below=1)
     if mix is not None and (initial_weights is not None or not trainable or layer_norm):
         raise ElmoConfigError("give either a mix model or initial_weights/trainable/layer_norm, not both", "mix", None)
     if width is not None and width < 1:
@@ -117,8 +119,7 @@ def elmo_layers_part(doc_layers: Model, grad_factor: float) -> Model:
     """The Docs -> layers part of Elmo.v1 (also what replaces a listener in
     ``nlp.replace_listeners``): the biLM fine-tunes iff ``grad_factor > 0``, with its gradient
     scaled by ``grad_factor``."""
-    if grad_factor < 0:
-        raise ElmoConfigError(f"grad_factor must be >= 0, got {grad_factor}", "grad_factor", None)
+    grad_factor = check_number(grad_factor, "grad_factor")
     bilm_of(doc_layers).attrs["finetune"] = grad_factor > 0
     return doc_layers if grad_factor in (0, 1) else chain(doc_layers, _scale_grad(grad_factor))
 
@@ -128,7 +129,9 @@ def elmo_concat_v1(elmo: Model[List[Doc], List[Floats2d]], embed: Model[List[Doc
                    maxout_pieces: int = 3, dropout: float = 0.0) -> Model[List[Doc], List[Floats2d]]:
     """[ELMo; task embedding] per token -> Maxout(width, pieces, layer-normalised) (as spaCy's
     MultiHashEmbed mixes its features). Use as ``embed`` of ``spacy.Tok2Vec.v2`` with an encoder of
-    the same ``width``. Output: float32 (len(doc), width) per Doc."""
+    the same ``width``. Output: float32 (len(doc), width) per Doc. ElmoConfigError (a ValueError)
+    for a dropout that is not a finite number in [0, 1)."""
+    dropout = check_number(dropout, "dropout", "[spacy_elmo.ElmoConcat.v1]", below=1)
     project = with_array(Maxout(nO=width, nP=maxout_pieces, normalize=True, dropout=dropout or None))
     model = chain(concatenate(elmo, embed), project)
     model.set_dim("nO", width)

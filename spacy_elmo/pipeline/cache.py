@@ -36,10 +36,10 @@ dev sentences at every evaluation (every ``eval_frequency`` steps: ten dev passe
 - Never serialized: a copy or an unpickled model starts empty, with the same capacity.
 
 """
-import math
 import sys
 from typing import Hashable, Optional
 
+from ..bilm.finite import is_finite_number
 from .loading import ElmoConfigError
 
 DTYPES = ("float16", "float32")
@@ -47,10 +47,6 @@ DTYPES = ("float16", "float32")
 # measured with tracemalloc).
 ENTRY_OVERHEAD = 1024
 MB = 1 << 20
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _key_bytes(key) -> int:
@@ -64,7 +60,7 @@ class LayersCache:
     an unknown dtype."""
 
     def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32"):
-        if not _is_number(capacity_mb) or not math.isfinite(capacity_mb) or capacity_mb < 0:
+        if not is_finite_number(capacity_mb) or capacity_mb < 0:
             raise ElmoConfigError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}", "cache_mb", None)
         if dtype not in DTYPES:
             raise ElmoConfigError(f"cache_dtype must be one of {list(DTYPES)}, got {dtype!r}", "cache_dtype", None)

@@ -3,6 +3,7 @@ import os
 from typing import Optional, Tuple
 
 from ..bilm.errors import ElmoError
+from ..bilm.finite import is_finite_number
 
 
 class ElmoConfigError(ElmoError, ValueError):
@@ -11,7 +12,8 @@ class ElmoConfigError(ElmoError, ValueError):
     in the old flat keys, ``options_path`` or ``weights_path``), the path and the reason.
     Also raised, with path None and ``key`` the setting, for a value out of range or of the wrong
     kind (``batch_size``, ``window_tokens``, ``cache_mb``, ``cache_dtype``, ``dtype``, ``store``,
-    ``vectors``, ``grad_factor``, ``width``, ``initial_weights``, ``model``), for a listener whose
+    ``vectors``, ``grad_factor``, ``dropout``, ``width``, ``initial_weights``, ``gamma``,
+    ``model``; a NaN or infinite number for any of them), for a listener whose
     ``elmo`` component stores fewer layers, is frozen or not initialized (``store``,
     ``frozen_components``, ``elmo``, ``listener``), for a ``tok2vec`` without an ElmoListener
     (``tok2vec``), and, with key ``"factory"``, for a second ``elmo`` component in one pipeline
@@ -22,6 +24,18 @@ class ElmoConfigError(ElmoError, ValueError):
         super().__init__(message)
         self.key = key
         self.path = path
+
+
+def check_number(value, key: str, where: str = "", below: Optional[float] = None) -> float:
+    """``value`` as a float if it is a finite number >= 0 (and < ``below`` when given: a dropout
+    rate); else ElmoConfigError naming ``where`` and ``key``. Configs can give ``NaN``,
+    ``Infinity`` or ``1e999`` (spaCy's config reader parses them), and a NaN setting makes every
+    vector or gradient NaN."""
+    if not (is_finite_number(value) and value >= 0 and (below is None or value < below)):
+        bound = f" and < {below:g}" if below is not None else ""
+        raise ElmoConfigError(f"{where + ' ' if where else ''}{key} must be a finite number >= 0{bound}, got "
+                              f"{value!r}", key, None)
+    return float(value)
 
 
 def check_paths(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], where: str,

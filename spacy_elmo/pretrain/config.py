@@ -1,7 +1,6 @@
 """Pretraining config: confection (spaCy-style) files with dotted CLI overrides."""
 import difflib
 import json
-import math
 import os
 from pathlib import Path
 from typing import Dict, List, Optional, Union
@@ -9,6 +8,8 @@ from typing import Dict, List, Optional, Union
 from confection import Config
 
 from ..bilm.errors import ElmoError
+from ..bilm.files import CONFIG_BYTES, read_text
+from ..bilm.finite import is_finite_number, is_number, non_finite
 
 DEFAULT_CONFIG_PATH = Path(__file__).parent / "default.cfg"
 
@@ -51,7 +52,8 @@ def _check_known(section: str, name: str, default: Config, where: str) -> None:
 def _check_type(section: str, name: str, value, default_value, where: str) -> None:
     """PretrainConfigError (a ValueError) unless value has the type of the default: int, float
     (an int is fine), bool, str, list; a null default takes a string or null. Numbers must be
-    finite and >= 0 (no setting takes a negative value)."""
+    finite and >= 0 (no setting takes a negative value); numbers inside a list (``filters``,
+    ``cutoffs``) finite."""
     if default_value is None:
         ok, expected = value is None or isinstance(value, str), "a string or null"
     elif isinstance(default_value, bool):
@@ -69,9 +71,13 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     if not ok:
         raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
                                   f"(default: {json.dumps(default_value)})")
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and not (math.isfinite(value) and value >= 0):
+    if is_number(value) and not (is_finite_number(value) and value >= 0):
         raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
                                   f"(default: {json.dumps(default_value)})")
+    bad = non_finite(value) if isinstance(value, (list, tuple)) else None
+    if bad is not None:
+        raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: item {bad[0]} is {bad[1]!r}, expected a "
+                                  f"finite number (default: {json.dumps(default_value)})")
 
 
 def parse_overrides(args: List[str]) -> Dict[str, object]:
@@ -132,9 +138,9 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
     base = default.copy()
     sources = {}
     if path is not None:
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise FileNotFoundError(f"Config file not found: {path}")
-        user = Config().from_disk(path, interpolate=False)
+        user = Config().from_str(read_text(path, CONFIG_BYTES, "config file"), interpolate=False)
         for section in user:
             for name in user[section]:
                 _check_known(section, name, default, f" in {path}")

@@ -14,7 +14,7 @@ W_P_0 = W_hr^T (dim, proj).
 """
 import json
 import os
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import h5py
 import numpy
@@ -22,10 +22,21 @@ import torch
 
 from ..bilm import integrity
 from ..bilm.errors import ElmoWeightsError
+from ..bilm.files import VOCAB_BYTES, read_text
+from ..bilm.finite import is_finite_number
 from ..bilm.lstm import FORGET_BIAS
 from ..bilm.options import read_options
-from ..bilm.weights import check_size, from_state_dict, open_hdf5, read_weights, to_state_dict, write_weights
-from .lm import LanguageModel
+from ..bilm.sizes import check_size, out_of_memory
+from ..bilm.weights import (
+    float_dataset,
+    from_state_dict,
+    open_hdf5,
+    read_float,
+    read_weights,
+    to_state_dict,
+    write_weights,
+)
+from .lm import LanguageModel, softmax_cutoffs
 
 TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
 INTERNAL_TO_TORCH = (0, 1, 3, 2)  # the permutation is its own inverse
@@ -121,22 +132,60 @@ def write_model(lm: LanguageModel, words: List[str], directory: str, meta: dict)
 
 
 def read_vocab(path: str) -> List[str]:
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.rstrip("\n")]
+    """The words of a ``vocab.txt``, one a line (empty lines skipped; a regular file of at most
+    :data:`~spacy_elmo.bilm.files.VOCAB_BYTES`). Raises ElmoWeightsError naming the file."""
+    try:
+        text = read_text(path, VOCAB_BYTES, "vocabulary")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ElmoWeightsError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
+    return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line]
 
 
-def _read_lm_head(path: str) -> Tuple[dict, List[int], float, Optional[int]]:
-    """(state dict arrays, cutoffs, div_value, vocab_size or None) of lm_head.hdf5; ElmoWeightsError if unreadable."""
-    with open_hdf5(path) as f:
-        try:
-            head = {k: f[k][...] for k in f.keys()}
-            cutoffs = [int(c) for c in json.loads(f.attrs["cutoffs"])]
-            div_value = float(f.attrs["div_value"])
-            vocab_size = int(f.attrs["vocab_size"]) if "vocab_size" in f.attrs else None
-        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise ElmoWeightsError(f"{path}: cannot read the LM head (truncated, or not written by "
-                                   f"`python -m spacy_elmo pretrain`?): {e}", path=path) from e
-    return head, cutoffs, div_value, vocab_size
+def _head_attrs(f: h5py.File, path: str) -> Tuple[List[int], float, Optional[int]]:
+    """(cutoffs, div_value, vocab_size or None) of an open lm_head.hdf5; ElmoWeightsError if unreadable."""
+    try:
+        cutoffs = [int(c) for c in json.loads(f.attrs["cutoffs"])]
+        div_value = float(f.attrs["div_value"])
+        vocab_size = int(f.attrs["vocab_size"]) if "vocab_size" in f.attrs else None
+        if not is_finite_number(div_value):
+            raise ValueError(f"div_value {div_value!r} is not a finite number")
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError, OverflowError) as e:
+        raise ElmoWeightsError(f"{path}: cannot read the LM head (truncated, or not written by "
+                               f"`python -m spacy_elmo pretrain`?): {e}", path=path) from e
+    return cutoffs, div_value, vocab_size
+
+
+def _head_shapes(projection_dim: int, words: List[str], cutoffs: List[int], div_value: float,
+                 path: str) -> Dict[str, Tuple[int, ...]]:
+    """Dataset name -> shape of the LM head these settings give (built on the meta device: nothing
+    is allocated). Raises ElmoWeightsError when the cutoffs do not fit the vocabulary."""
+    try:
+        with torch.device("meta"):
+            head = torch.nn.AdaptiveLogSoftmaxWithLoss(projection_dim, len(words), div_value=div_value,
+                                                       cutoffs=softmax_cutoffs(cutoffs, len(words))[0])
+    except ValueError as e:
+        raise ElmoWeightsError(f"{path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
+                               f"vocab.txt ({e})", path=path) from e
+    return {k: tuple(v.shape) for k, v in head.state_dict().items()}
+
+
+def _read_head(paths: dict, options: dict) -> Tuple[dict, List[int], float, List[str]]:
+    """(head arrays, cutoffs, div_value, words) of a pretraining output: every lm_head.hdf5 dataset
+    checked against the shapes vocab.txt and options.json imply, and counted against the size
+    limit with the biLM, before any is read."""
+    words, head_path = read_vocab(paths["vocab.txt"]), paths["lm_head.hdf5"]
+    with open_hdf5(head_path) as f:
+        cutoffs, div_value, vocab_size = _head_attrs(f, head_path)
+        if vocab_size is not None and vocab_size != len(words):
+            raise ElmoWeightsError(
+                f"{paths['vocab.txt']}: vocab.txt has {len(words):,} words but lm_head.hdf5 was trained for "
+                f"{vocab_size:,} (truncated vocab.txt, or files from different models?)", path=paths["vocab.txt"])
+        shapes = _head_shapes(options["lstm"]["projection_dim"], words, cutoffs, div_value, head_path)
+        datasets = {k: float_dataset(f, k, shape, head_path, "options.json / vocab.txt") for k, shape in shapes.items()}
+        check_size(options, head_path, extra=sum(d.size for d in datasets.values()), extra_what="LM head values")
+        with out_of_memory(head_path, options):
+            head = {k: read_float(d, k, head_path) for k, d in datasets.items()}
+    return head, cutoffs, div_value, words
 
 
 def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
@@ -144,14 +193,17 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
 
     Raises FileNotFoundError naming the missing file; ElmoWeightsError (a ValueError) naming the
     file for an unreadable or malformed options.json, weights.hdf5 or lm_head.hdf5, or a vocab.txt /
-    lm_head.hdf5 / options.json that do not belong together; ElmoWeightsError (a ValueError) if the biLM uses clipping
+    lm_head.hdf5 / options.json that do not belong together (every lm_head.hdf5 dataset's shape
+    is checked before any is read); ElmoWeightsError (a ValueError) if the biLM uses clipping
     (the training LM has no clipping, see :mod:`.lm`); ElmoWeightsError for options above the size
-    limit of :func:`~spacy_elmo.bilm.weights.check_size` ($SPACY_ELMO_MAX_PARAMS).
+    limit of :func:`~spacy_elmo.bilm.sizes.check_size` ($SPACY_ELMO_MAX_PARAMS), the LM head
+    included; ElmoMemoryError (also a MemoryError) for a model larger than the physical memory
+    or a MemoryError while loading.
     """
     paths = {name: os.path.join(directory, name)
              for name in ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")}
     for path in paths.values():
-        if not os.path.isfile(path):
+        if not os.path.exists(path):
             raise FileNotFoundError(
                 f"{path} not found: a pretrained model directory needs options.json, weights.hdf5, "
                 "lm_head.hdf5 and vocab.txt (as written by `python -m spacy_elmo pretrain`)"
@@ -161,18 +213,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     lstm, cnn = options["lstm"], options["char_cnn"]
     if lstm.get("cell_clip") or lstm.get("proj_clip"):
         raise ElmoWeightsError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
-    try:
-        words = read_vocab(paths["vocab.txt"])
-    except (OSError, UnicodeDecodeError) as e:
-        raise ElmoWeightsError(f"{paths['vocab.txt']}: cannot read the vocabulary (not UTF-8 text?): {e}",
-                               path=paths["vocab.txt"]) from e
-    head_path = paths["lm_head.hdf5"]
-    head, cutoffs, div_value, vocab_size = _read_lm_head(head_path)
-    if vocab_size is not None and vocab_size != len(words):
-        raise ElmoWeightsError(
-            f"{paths['vocab.txt']}: vocab.txt has {len(words):,} words but lm_head.hdf5 was trained for "
-            f"{vocab_size:,} (truncated vocab.txt, or files from different models?)", path=paths["vocab.txt"]
-        )
+    head, cutoffs, div_value, words = _read_head(paths, options)
     model_cfg = {
         "char_dim": cnn["embedding"]["dim"],
         "filters": cnn["filters"],
@@ -184,19 +225,10 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
         "use_skip_connections": lstm.get("use_skip_connections", False),
         "dropout": 0.0,
     }
-    try:
+    with out_of_memory(paths["weights.hdf5"], options):
         lm = LanguageModel(model_cfg, {"cutoffs": cutoffs, "div_value": div_value}, len(words))
-    except ValueError as e:
-        raise ElmoWeightsError(f"{head_path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
-                               f"vocab.txt ({e})", path=head_path) from e
-    load_biLM_datasets(lm, read_weights(paths["weights.hdf5"], options))
-    try:
-        lm.softmax.load_state_dict({k: torch.from_numpy(v.astype(numpy.float32)) for k, v in head.items()})
-    except RuntimeError as e:
-        lines = str(e).splitlines()
-        reason = lines[min(1, len(lines) - 1)].strip()
-        raise ElmoWeightsError(f"{head_path}: does not match options.json / vocab.txt of {directory} "
-                               f"(lm_head.hdf5 from another model?): {reason}", path=head_path) from e
+        load_biLM_datasets(lm, read_weights(paths["weights.hdf5"], options))
+        lm.softmax.load_state_dict({k: torch.from_numpy(v) for k, v in head.items()})
     lm.eval()
     return lm, words
 

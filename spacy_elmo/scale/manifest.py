@@ -14,6 +14,8 @@ import json
 import os
 from typing import Dict, List, Optional
 
+from ..bilm.errors import ElmoFileError
+from ..bilm.files import CONFIG_BYTES, read_json
 from .errors import ScaleError
 
 FORMAT = "spacy-elmo-shards"
@@ -73,8 +75,9 @@ def load(path: str) -> Dict:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no shard manifest at {path!r} (the run has not finished, or this is not its output)")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = read_json(path, CONFIG_BYTES, "shard manifest")
+    except ElmoFileError as err:
+        raise ScaleError(str(err)) from None
     except ValueError as err:
         raise ScaleError(f"{path}: not JSON ({err})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:

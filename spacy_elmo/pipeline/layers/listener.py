@@ -20,7 +20,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
-from ..loading import ElmoConfigError
+from ..loading import ElmoConfigError, check_number
 
 
 class ElmoListener(Model):
@@ -34,8 +34,7 @@ class ElmoListener(Model):
     name = "elmo-listener"
 
     def __init__(self, upstream_name: str = "*", grad_factor: float = 0.0):
-        if grad_factor < 0:
-            raise ElmoConfigError(f"grad_factor must be >= 0, got {grad_factor}", "grad_factor", None)
+        grad_factor = check_number(grad_factor, "grad_factor")
         Model.__init__(self, name=self.name, forward=forward, dims={"nL": None, "nO": None},
                        attrs={"grad_factor": float(grad_factor)})
         self.upstream_name = upstream_name

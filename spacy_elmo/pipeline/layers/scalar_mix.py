@@ -14,6 +14,7 @@ from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
 from ...bilm.errors import ElmoInputError
+from ...bilm.finite import is_finite_number
 from ..loading import ElmoConfigError
 
 LN_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
@@ -29,10 +30,16 @@ def ScalarMix(initial_weights: Optional[Sequence[float]] = None, gamma: float = 
     s_j = 1/nL) unless ``initial_weights`` is given; ``gamma`` (1,), starts at ``gamma``.
     ``trainable=False`` keeps both fixed (as AllenNLP's ``trainable=False``). nL is taken from
     ``num_layers``, else ``len(initial_weights)``, else the first input at initialization.
-    Backprop gives gradients for w, gamma and the layers. Raises ValueError when an input has a
-    different number of layers than nL.
+    Backprop gives gradients for w, gamma and the layers. Raises ElmoConfigError (a ValueError)
+    for an ``initial_weights`` or ``gamma`` that is not finite (NaN, infinite), ValueError when
+    an input has a different number of layers than nL.
     """
+    if not is_finite_number(gamma):
+        raise ElmoConfigError(f"ScalarMix: gamma must be a finite number, got {gamma!r}", "gamma", None)
     if initial_weights is not None:
+        if not all(is_finite_number(x) for x in initial_weights):
+            raise ElmoConfigError(f"ScalarMix: initial_weights must be finite numbers, got {list(initial_weights)!r}",
+                                  "initial_weights", None)
         initial_weights = [float(x) for x in initial_weights]
         if num_layers is not None and len(initial_weights) != num_layers:
             raise ElmoConfigError(f"ScalarMix: {len(initial_weights)} initial_weights for {num_layers} layers",
