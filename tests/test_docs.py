@@ -122,16 +122,32 @@ def test_printed_comments_are_checked():
     check_printed("0.649\n", ["0.649  river bank vs money bank"], "x")
 
 
+TORCH_CPU = "pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu"
+
+
 def test_readme_setup_commands_are_what_ci_runs():
-    """The README's test command is .ci/run's install line and test line, in that order."""
+    """The README's test command is .ci/run's install line and test line, in that order; both
+    commands install the CPU build of torch from PyTorch's CPU index; the docs build command is
+    .ci/run's and installs neither the package nor torch."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"```bash\n(pip install torch==2\.13\.0 .*?)\n```", readme)
+    commands = re.findall(r"```bash\n(pip install torch==2\.13\.0.*?)\n```", readme)
     assert len(commands) == 2, commands
+    assert all(c.startswith(TORCH_CPU + " && ") for c in commands), commands
     test = next(c for c in commands if "pytest" in c)
     install, run = test.rsplit(" && ", 1)
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert install in ci and run in ci and ci.index(install) < ci.index(run)
-    assert "mkdocs build --strict" in "\n".join(ci)
+    docs = re.search(r"Build the site with `(.*?)`", readme).group(1)
+    assert docs in ci and ci.index(run) < ci.index(docs)
+    assert "mkdocs build --strict" in docs and "-e" not in docs.split()
+    requirements = (REPO / "docs" / "requirements.txt").read_text(encoding="utf-8")
+    assert "mkdocs==" in requirements and "torch" not in requirements and "spacy" not in requirements
+
+
+def test_docs_home_gives_the_readme_install():
+    """The docs home page installs torch as the README does, then the package for use."""
+    home = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"{TORCH_CPU} && pip install -e .\n" in home
 
 
 def test_readme_stays_short():
