@@ -14,22 +14,13 @@ if a file differs from what would be written (a test runs this).
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import srsly
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
 BLOCKS = ("default-model", "demo-results")
-
-
-def _stages(meta: dict) -> List[dict]:
-    """The lineage, oldest first: each stage's meta (the model's own last)."""
-    stages, m = [], meta
-    while m is not None:
-        stages.append(m)
-        m = m.get("init_from")
-    return stages[::-1]
 
 
 def lineage_tokens(meta: dict) -> int:
@@ -66,7 +57,7 @@ def default_model_block(meta: dict) -> str:
         rows.append(("WiC dev, top layer / layer average", f"{wic[top]['dev_accuracy']:.1f} / "
                                                            f"{avg.get('dev_accuracy', float('nan')):.1f}"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return (f"| `en_elmo_small` (`python dev/model_card.py` from its `meta.json`) | |\n|---|---|\n{body}\n")
+    return (f"| `en_elmo_small` (from its `meta.json`) | |\n|---|---|\n{body}\n")
 
 
 def demo_block(meta: dict) -> str:
@@ -85,30 +76,21 @@ def demo_block(meta: dict) -> str:
 
 def _commands(meta: dict) -> str:
     lines = []
-    for k, stage in enumerate(_stages(meta)):
-        t = stage["training"]
+    for k, stage in enumerate(meta.get("lineage") or []):
         start = "from scratch" if k == 0 else "warm-started from the stage above"
-        cmds = t.get("commands") or []
-        for name, (old, new) in next((c["path"]["widened"] for c in cmds if c.get("path", {}).get("widened")),
-                                     {}).items():
+        for name, (old, new) in (stage.get("widened") or {}).items():
             start += f" (its {name} widened from {old} to {new}, function-preserving: pretrain/widen.py)"
-        lines.append(f"{k + 1}. {t['steps']:,} steps, {t['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
-        for c in cmds:
-            lines.append(f"   - from step {c.get('at_step', 0):,}: `{' '.join(_shown(c['command']))}`")
-        if not cmds:
+        lines.append(f"{k + 1}. {stage['steps']:,} steps, {stage['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
+        for c in stage["commands"]:
+            lines.append(f"   - from step {c['at_step']:,}: `{c['command']}`")
+        if not stage["commands"]:
             lines.append("   - (commands not recorded)")
     return "\n".join(lines)
 
 
-def _shown(command: List[str]) -> List[str]:
-    """A recorded command as the card shows it: an absolute OUTPUT_DIR becomes ``training/NAME``
-    (where the run lay on its machine says nothing about how to reproduce it)."""
-    out = list(command)
-    if "pretrain" in out:
-        i = out.index("pretrain") + 1
-        if i < len(out) and out[i].startswith("/"):
-            out[i] = f"training/{Path(out[i]).name}"
-    return out
+def _record(meta: dict) -> str:
+    """Where the repository keeps the model's full record (its meta.json's ``record``)."""
+    return (meta.get("record") or "dev/models/").split()[0]
 
 
 def _wic_table(meta: dict) -> str:
@@ -132,7 +114,8 @@ def model_card(meta: dict, size_mb: float) -> str:
     return f"""# en_elmo_small: the embedded default English biLM of spacy-elmo
 
 `spacy_elmo.DEFAULT_MODEL`: used by `nlp.add_pipe("elmo")` and `BiLM.from_pretrained("en_elmo_small")`.
-This card is written by `python dev/model_card.py` from `meta.json` in this folder.
+It ships inside the package; it is not AllenNLP's `elmo-small` (`python -m spacy_elmo download
+elmo-small`). This card is written from `meta.json` in this folder.
 
 ## Data
 
@@ -160,6 +143,11 @@ in this folder; its `[corpus] paths` name those files):
 
 {_commands(meta)}
 
+Each command runs from the repository root (`configs/`), with the corpus files where the config's
+`[corpus] paths` say. Left out: resumes that only continued an interrupted run (a resume is exact)
+and each invocation's `--training.threads` (1 or 2 cores); `{_record(meta)}` in the repository keeps
+every command.
+
 Tokens seen through all stages: **{lineage_tokens(meta):,}**; the last stage ran {t['steps']:,} steps
 at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 
@@ -167,7 +155,7 @@ at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 
 - held-out perplexity of the files as shipped: **{h['perplexity']:.2f}** (forward {h['forward']:.2f}, backward
   {h['backward']:.2f}) on {h['tokens']:,} held-out tokens
-- WiC (Pilehvar and Camacho-Collados 2019; cosine threshold tuned on WiC train, `python dev/wic.py`):
+- WiC (Pilehvar and Camacho-Collados 2019; cosine threshold tuned on WiC train):
 
 {_wic_table(meta)}
 - blind sense set (`tests/data/senses_blind.json`), top layer, nearest-neighbour sense accuracy:
@@ -192,11 +180,8 @@ def _speed(meta: dict) -> str:
     sp = meta.get("evaluation", {}).get("speed")
     if not sp:
         return ""
-    return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s against "
-            f"{sp['previous_tokens_per_s']:,.0f} for {sp['previous_shape']}, "
-            f"{sp['bytes_per_token']:,} bytes per token in `doc._.elmo` "
-            f"against {sp['previous_bytes_per_token']:,} (`{sp['command']}`, {sp['machine']}); it trades speed "
-            "for a lower perplexity per token seen.\n")
+    return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s and {sp['bytes_per_token']:,} bytes per token "
+            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}).\n")
 
 
 def replace_block(text: str, name: str, body: str, path: Path) -> str:
