@@ -1,15 +1,16 @@
-"""Write the default model's card and the README's tables from the model's ``meta.json``.
+"""Write the default model's card and the README's model table from the model's ``meta.json``.
 
     python dev/model_card.py [MODEL_DIR] [--readme README.md] [--check]
 
 MODEL_DIR: a shipped model folder (default spacy_elmo/models/en_elmo_small). Writes
 MODEL_DIR/README.md (the model card: data, shape, training commands, tokens seen, held-out and
-sense scores, the demo, limits) and, in the repository README, the blocks between
-``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` and ``<!-- begin: demo-results -->``
-/ ``<!-- end: demo-results -->``. Everything comes from meta.json: ``dev/ship_default_model.py``
-stores there the lineage, the held-out perplexity of the shipped files, WiC, the blind sense set
-and the demo's dev scores (``--demo``). With ``--check`` nothing is written; the exit status is 1
-if a file differs from what would be written (a test runs this).
+sense scores, the demo, limits) and, in the repository README, the block between
+``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` (the README's demo table
+quotes ``docs/results/demo_seeds.json``; tests/test_results.py checks it). Everything comes from
+meta.json: ``dev/ship_default_model.py`` stores there the lineage, the held-out perplexity of the
+shipped files, WiC, the blind sense set and the demo's dev scores (``--demo``). With ``--check``
+nothing is written; the exit status is 1 if a file differs from what would be written
+(tests/test_results.py runs it).
 """
 import argparse
 import sys
@@ -20,7 +21,6 @@ import srsly
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
-BLOCKS = ("default-model", "demo-results")
 
 
 def lineage_tokens(meta: dict) -> int:
@@ -69,8 +69,9 @@ def demo_block(meta: dict) -> str:
         lines.append(f"| {row['component']} | {row['data']} | {row['baseline']:.2f} | **{row['elmo']:.2f}** | "
                      f"{row['elmo'] - row['baseline']:+.2f} |")
     lines.append("")
-    lines.append(f"`spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`, "
-                 "written into the model's `meta.json` by `dev/ship_default_model.py --demo metrics/demo`.")
+    lines.append(f"One run of `spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`. "
+                 "One run varies by about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is in "
+                 "the repository's README.")
     return "\n".join(lines) + "\n"
 
 
@@ -200,8 +201,7 @@ def render(model_dir: Path, readme: Optional[Path]) -> dict:
     out = {model_dir / "README.md": model_card(meta, size)}
     if readme is not None:
         text = readme.read_text(encoding="utf-8")
-        text = replace_block(text, "default-model", default_model_block(meta), readme)
-        out[readme] = replace_block(text, "demo-results", demo_block(meta), readme)
+        out[readme] = replace_block(text, "default-model", default_model_block(meta), readme)
     return out
 
 
