@@ -58,6 +58,7 @@ def embed_cli(
     if s["already_complete"]:
         typer.echo(f"{output} is already complete (same arguments): nothing to do")
         return
-    rate = s["embedded_tokens"] / s["seconds"] if s["seconds"] else 0.0
+    rate = s["embedded_tokens"] / s["embed_seconds"] if s.get("embed_seconds") else 0.0
     typer.echo(f"wrote {output}: {s['sentences']:,} sentences, {s['tokens']:,} tokens ({s['embedded']:,} "
-               f"sentences embedded in this run, {rate:,.0f} tokens/s)")
+               f"sentences embedded in this run, {rate:,.0f} tokens/s in the biLM; {s['seconds']:.1f} s "
+               "reading, embedding and writing, after the model load)")
