@@ -19,7 +19,7 @@ executed_gflops_per_s: FLOPs this implementation really does (distinct tokens, t
 positions, <S>/</S> steps) per second.
 --dump OUT.npz writes the outputs in bench_anchor.py's --dump format (compare_dumps.py);
 --runs 0 skips the timing (outputs only).
-Timing is meaningless while other CPU-heavy jobs run: see scripts/ops/pause_pretraining.sh.
+Timing is meaningless while other CPU-heavy jobs run: see dev/ops/pause_pretraining.sh.
 """
 import argparse
 import json

@@ -23,7 +23,7 @@ the same process the same two ways (float32, and bfloat16 where the CPU has it).
 ratios. ``--repeats N`` runs the trainers N times, alternating (for a shared machine), and
 reports the medians.
 
-Run with pretraining paused:  bash benchmarks/paused.sh python benchmarks/bench_pretrain.py
+Run with pretraining paused:  bash dev/ops/pause_pretraining.sh python benchmarks/bench_pretrain.py
 """
 import argparse
 import json

@@ -21,7 +21,7 @@ Conditions (``--conditions``, default all):
 Prints one line per condition (median tokens/s over ``--repeats``) and the ratios to
 ``native-1x2`` and ``torch-1x2``. Run with pretraining paused:
 
-    bash scripts/ops/pause_pretraining.sh python benchmarks/bench_pretrain_ranks.py --projection-dim 256 --repeats 2
+    bash dev/ops/pause_pretraining.sh python benchmarks/bench_pretrain_ranks.py --projection-dim 256 --repeats 2
 """
 import argparse
 import json

@@ -11,7 +11,7 @@ Prints tokens/s (median of --repeats passes over --docs UD EWT dev sentences) fo
 and the ratios that matter: auto vs the best fixed setting under each load. Pause a background
 pretraining job first (the "idle" rows are meaningless otherwise):
 
-    bash scripts/ops/pause_pretraining.sh python benchmarks/bench_shared_cores.py
+    bash dev/ops/pause_pretraining.sh python benchmarks/bench_shared_cores.py
 """
 import argparse
 import json

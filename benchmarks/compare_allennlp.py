@@ -4,7 +4,7 @@ outputs agree (the anchor's compare_dumps.py: allclose atol 2e-6, rtol 1e-5, eve
 
 usage (pause the background pretraining job while timing; pause_pretraining.sh always resumes it):
     bash /work/shared/bench/allennlp-anchor/setup.sh ~/.cache/elmo-anchor/venv    # once, ~1 min
-    bash scripts/ops/pause_pretraining.sh python benchmarks/compare_allennlp.py [original small] [--runs 2]
+    bash dev/ops/pause_pretraining.sh python benchmarks/compare_allennlp.py [original small] [--runs 2]
 
 Both sides: 2 threads, default glibc malloc (no MALLOC_* variables), stateless, first 200 EWT dev
 sentences in batches of 32, one warm-up pass then the median of --runs passes. Each side runs in

@@ -1,6 +1,7 @@
 """The demo's ELMo gain over several seeds, for one or more biLMs in the same run.
 
     python dev/demo_seeds.py [LABEL=]MODEL ... [--task tagger|ner] [--seeds 0 1 2 3 4] [--out DIR]
+                             [--json RECORD.json]
 
 Trains the demo's baseline and, per MODEL, its ELMo pipeline once per seed, in the demo's setting
 (`corpus/demo/*.spacy` from `spacy project run demo-subsets`; `demo_max_steps` and
@@ -10,7 +11,9 @@ over the baseline of the same seed, and each model's mean paired difference from
 (with its standard deviation and how many seeds it is positive in). One seed's demo score moves by
 about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is what to compare.
 LABEL (default: the model directory's name) names its runs under DIR; runs already evaluated
-there are reused. Run from the repository root; `python -m spacy` there imports that checkout's
+there are reused. ``--json`` writes the record the docs quote: every seed's scores, each model's
+mean gain and its standard deviation over the seeds, and the model (weights sha256, lineage tokens
+from its meta.json). Run from the repository root; `python -m spacy` there imports that checkout's
 `spacy_elmo`, so a registered name such as `en_elmo_small` means that checkout's model: pass paths.
 """
 import argparse
@@ -76,12 +79,38 @@ def summarize(base: list, models: dict) -> list:
     return lines
 
 
+def model_identity(model: str) -> dict:
+    """Which weights a run used: the name, the weights' sha256 and the lineage tokens of meta.json."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from spacy_elmo.bilm.integrity import sha256
+    from spacy_elmo.hub.resolve import resolve
+
+    folder = Path(resolve(model)) if not Path(model).is_dir() else Path(model)
+    meta = srsly.read_json(folder / "meta.json") if (folder / "meta.json").is_file() else {}
+    training = meta.get("training") or {}
+    return {"name": folder.name, "weights_sha256": sha256(str(folder / "weights.hdf5")),
+            "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen"))}
+
+
+def seed_record(task: str, seeds: list, base: list, models: dict, identities: dict) -> dict:
+    """The JSON record of one run of this script (scores x 100, per seed and summarized)."""
+    rows = {}
+    for label, scores in models.items():
+        gains = [m - b for m, b in zip(scores, base)]
+        rows[label] = {"model": identities[label], "scores": scores, "gains": gains,
+                       "elmo_mean": statistics.mean(scores), "gain_mean": statistics.mean(gains),
+                       "gain_sd": statistics.stdev(gains) if len(gains) > 1 else None}
+    return {"task": task, "score": TASKS[task][2], "seeds": seeds, "baseline": base,
+            "baseline_mean": statistics.mean(base), "models": rows}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="+", help="[LABEL=]biLM directory or registered name")
     ap.add_argument("--task", choices=sorted(TASKS), default="tagger")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", type=Path, default=Path("training/demo_seeds"))
+    ap.add_argument("--json", type=Path, default=None, help="write the record of this run here")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     named = labelled(args.models)
@@ -93,6 +122,9 @@ def main(argv=None) -> None:
         print(f"seed {seed}: baseline {base[-1]:.2f}; " + "; ".join(f"{k} {v[-1]:.2f}" for k, v in models.items()),
               flush=True)
     print("\n".join(summarize(base, models)))
+    if args.json:
+        identities = {label: model_identity(model) for label, model in named.items()}
+        srsly.write_json(args.json, seed_record(args.task, args.seeds, base, models, identities))
 
 
 if __name__ == "__main__":

@@ -1,35 +1,26 @@
-"""Write the default model's card and the README's tables from the model's ``meta.json``.
+"""Write the default model's card and the README's model table from the model's ``meta.json``.
 
     python dev/model_card.py [MODEL_DIR] [--readme README.md] [--check]
 
 MODEL_DIR: a shipped model folder (default spacy_elmo/models/en_elmo_small). Writes
 MODEL_DIR/README.md (the model card: data, shape, training commands, tokens seen, held-out and
-sense scores, the demo, limits) and, in the repository README, the blocks between
-``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` and ``<!-- begin: demo-results -->``
-/ ``<!-- end: demo-results -->``. Everything comes from meta.json: ``dev/ship_default_model.py``
-stores there the lineage, the held-out perplexity of the shipped files, WiC, the blind sense set
-and the demo's dev scores (``--demo``). With ``--check`` nothing is written; the exit status is 1
-if a file differs from what would be written (a test runs this).
+sense scores, the demo, limits) and, in the repository README, the block between
+``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` (the README's demo table
+quotes ``docs/results/demo_seeds.json``; tests/test_results.py checks it). Everything comes from
+meta.json: ``dev/ship_default_model.py`` stores there the lineage, the held-out perplexity of the
+shipped files, WiC, the blind sense set and the demo's dev scores (``--demo``). With ``--check``
+nothing is written; the exit status is 1 if a file differs from what would be written
+(tests/test_results.py runs it).
 """
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Optional
 
 import srsly
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
-BLOCKS = ("default-model", "demo-results")
-
-
-def _stages(meta: dict) -> List[dict]:
-    """The lineage, oldest first: each stage's meta (the model's own last)."""
-    stages, m = [], meta
-    while m is not None:
-        stages.append(m)
-        m = m.get("init_from")
-    return stages[::-1]
 
 
 def lineage_tokens(meta: dict) -> int:
@@ -66,7 +57,7 @@ def default_model_block(meta: dict) -> str:
         rows.append(("WiC dev, top layer / layer average", f"{wic[top]['dev_accuracy']:.1f} / "
                                                            f"{avg.get('dev_accuracy', float('nan')):.1f}"))
     body = "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return (f"| `en_elmo_small` (`python dev/model_card.py` from its `meta.json`) | |\n|---|---|\n{body}\n")
+    return (f"| `en_elmo_small` (from its `meta.json`) | |\n|---|---|\n{body}\n")
 
 
 def demo_block(meta: dict) -> str:
@@ -78,37 +69,29 @@ def demo_block(meta: dict) -> str:
         lines.append(f"| {row['component']} | {row['data']} | {row['baseline']:.2f} | **{row['elmo']:.2f}** | "
                      f"{row['elmo'] - row['baseline']:+.2f} |")
     lines.append("")
-    lines.append(f"`spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`, "
-                 "written into the model's `meta.json` by `dev/ship_default_model.py --demo metrics/demo`.")
+    lines.append(f"One run of `spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`. "
+                 "One run varies by about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is in "
+                 "the repository's README.")
     return "\n".join(lines) + "\n"
 
 
 def _commands(meta: dict) -> str:
     lines = []
-    for k, stage in enumerate(_stages(meta)):
-        t = stage["training"]
+    for k, stage in enumerate(meta.get("lineage") or []):
         start = "from scratch" if k == 0 else "warm-started from the stage above"
-        cmds = t.get("commands") or []
-        for name, (old, new) in next((c["path"]["widened"] for c in cmds if c.get("path", {}).get("widened")),
-                                     {}).items():
+        for name, (old, new) in (stage.get("widened") or {}).items():
             start += f" (its {name} widened from {old} to {new}, function-preserving: pretrain/widen.py)"
-        lines.append(f"{k + 1}. {t['steps']:,} steps, {t['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
-        for c in cmds:
-            lines.append(f"   - from step {c.get('at_step', 0):,}: `{' '.join(_shown(c['command']))}`")
-        if not cmds:
+        lines.append(f"{k + 1}. {stage['steps']:,} steps, {stage['tokens_seen'] / 1e6:.1f}M tokens, {start}:")
+        for c in stage["commands"]:
+            lines.append(f"   - from step {c['at_step']:,}: `{c['command']}`")
+        if not stage["commands"]:
             lines.append("   - (commands not recorded)")
     return "\n".join(lines)
 
 
-def _shown(command: List[str]) -> List[str]:
-    """A recorded command as the card shows it: an absolute OUTPUT_DIR becomes ``training/NAME``
-    (where the run lay on its machine says nothing about how to reproduce it)."""
-    out = list(command)
-    if "pretrain" in out:
-        i = out.index("pretrain") + 1
-        if i < len(out) and out[i].startswith("/"):
-            out[i] = f"training/{Path(out[i]).name}"
-    return out
+def _record(meta: dict) -> str:
+    """Where the repository keeps the model's full record (its meta.json's ``record``)."""
+    return (meta.get("record") or "dev/models/").split()[0]
 
 
 def _wic_table(meta: dict) -> str:
@@ -132,7 +115,8 @@ def model_card(meta: dict, size_mb: float) -> str:
     return f"""# en_elmo_small: the embedded default English biLM of spacy-elmo
 
 `spacy_elmo.DEFAULT_MODEL`: used by `nlp.add_pipe("elmo")` and `BiLM.from_pretrained("en_elmo_small")`.
-This card is written by `python dev/model_card.py` from `meta.json` in this folder.
+It ships inside the package; it is not AllenNLP's `elmo-small` (`python -m spacy_elmo download
+elmo-small`). This card is written from `meta.json` in this folder.
 
 ## Data
 
@@ -160,6 +144,11 @@ in this folder; its `[corpus] paths` name those files):
 
 {_commands(meta)}
 
+Each command runs from the repository root (`configs/`), with the corpus files where the config's
+`[corpus] paths` say. Left out: resumes that only continued an interrupted run (a resume is exact)
+and each invocation's `--training.threads` (1 or 2 cores); `{_record(meta)}` in the repository keeps
+every command.
+
 Tokens seen through all stages: **{lineage_tokens(meta):,}**; the last stage ran {t['steps']:,} steps
 at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 
@@ -167,7 +156,7 @@ at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 
 - held-out perplexity of the files as shipped: **{h['perplexity']:.2f}** (forward {h['forward']:.2f}, backward
   {h['backward']:.2f}) on {h['tokens']:,} held-out tokens
-- WiC (Pilehvar and Camacho-Collados 2019; cosine threshold tuned on WiC train, `python dev/wic.py`):
+- WiC (Pilehvar and Camacho-Collados 2019; cosine threshold tuned on WiC train):
 
 {_wic_table(meta)}
 - blind sense set (`tests/data/senses_blind.json`), top layer, nearest-neighbour sense accuracy:
@@ -192,11 +181,8 @@ def _speed(meta: dict) -> str:
     sp = meta.get("evaluation", {}).get("speed")
     if not sp:
         return ""
-    return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s against "
-            f"{sp['previous_tokens_per_s']:,.0f} for {sp['previous_shape']}, "
-            f"{sp['bytes_per_token']:,} bytes per token in `doc._.elmo` "
-            f"against {sp['previous_bytes_per_token']:,} (`{sp['command']}`, {sp['machine']}); it trades speed "
-            "for a lower perplexity per token seen.\n")
+    return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s and {sp['bytes_per_token']:,} bytes per token "
+            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}).\n")
 
 
 def replace_block(text: str, name: str, body: str, path: Path) -> str:
@@ -215,8 +201,7 @@ def render(model_dir: Path, readme: Optional[Path]) -> dict:
     out = {model_dir / "README.md": model_card(meta, size)}
     if readme is not None:
         text = readme.read_text(encoding="utf-8")
-        text = replace_block(text, "default-model", default_model_block(meta), readme)
-        out[readme] = replace_block(text, "demo-results", demo_block(meta), readme)
+        out[readme] = replace_block(text, "default-model", default_model_block(meta), readme)
     return out
 
 

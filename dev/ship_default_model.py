@@ -17,17 +17,28 @@ all, and so does ``training.lineage_tokens`` (the name the model card reads). Wi
 WiC (dev/wic.py) is measured for the new model and for any model of the lineage without it, and
 stored in ``evaluation.wic``; the blind sense set's top-layer 1-NN accuracy goes into
 ``evaluation.senses``. ``--demo METRICS_DIR`` (``metrics/demo`` after ``spacy project run demo``
-with this model) stores the demo's dev scores in ``evaluation.demo``. Then ``python dev/model_card.py``
-writes the model card and the README's tables from that meta.json.
+with this model) stores the demo's dev scores in ``evaluation.demo``.
+
+That full record (every run's commands with their run paths, every evaluation of the history,
+the lineage) stays in the repository as ``dev/models/NAME.json``; the package's ``meta.json`` is
+its short form (:func:`user_meta`: shape, data, tokens, perplexity, evaluation, and per stage the
+commands that set what it trained, with relative paths). Then ``python dev/model_card.py`` writes
+the model card and the README's tables from that meta.json.
 """
 import json
+import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = ["options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt", "meta.json"]
+MODELS = ROOT / "spacy_elmo" / "models"
+RECORDS = ROOT / "dev" / "models"  # the full meta.json of each shipped model
+# [training] settings of how one invocation runs, not of what it trains (left out of the card)
+INVOCATION = {"--training.threads", "--training.device", "--training.stop_after_minutes",
+              "--training.checkpoint_minutes"}
 LIMIT_MB = 30
 WIC_SPLIT = "dev, threshold tuned on train; train_cv_accuracy: train, 10-fold cross-validation (dev/wic.py)"
 
@@ -62,11 +73,21 @@ def _init_from(run_dir: Path):
     return path if path.is_absolute() or path.exists() else ROOT / path  # configs name paths from the repo root
 
 
+def full_meta(model_dir: Path) -> dict:
+    """The full meta of a model folder: ``dev/models/NAME.json`` for a model shipped in the package
+    (its meta.json is the short form), else the folder's meta.json."""
+    record = RECORDS / f"{model_dir.name}.json"
+    if model_dir.resolve().parent == MODELS.resolve() and record.is_file():
+        return json.loads(record.read_text())
+    return json.loads((model_dir / "meta.json").read_text())
+
+
 def _source_meta(model_dir: Path, dst: Optional[Path] = None, measure_wic: bool = True) -> dict:
-    """meta.json of a warm start's source model, with its own lineage under ``init_from``, and
-    WiC measured where it is missing (if ``measure_wic``). ``dst`` (the release being replaced)
-    carries its lineage already; a run's model/ directory is followed through the run's config.cfg."""
-    meta = json.loads((model_dir / "meta.json").read_text())
+    """The full meta of a warm start's source model (:func:`full_meta`), with its own lineage
+    under ``init_from``, and WiC measured where it is missing (if ``measure_wic``). ``dst`` (the
+    release being replaced) carries its lineage already; a run's model/ directory is followed
+    through the run's config.cfg."""
+    meta = full_meta(model_dir)
     if measure_wic and "wic" not in meta.get("evaluation", {}):
         scores = _wic(model_dir)
         if scores is not None:
@@ -83,12 +104,84 @@ def _source_meta(model_dir: Path, dst: Optional[Path] = None, measure_wic: bool 
 
 
 def _lineage(src: Path, dst: Path) -> dict:
-    """The warm start's source model's meta.json with its lineage (see :func:`_source_meta`), or
+    """The warm start's source model's full meta with its lineage (see :func:`_source_meta`), or
     {} for a run trained from scratch. Read before anything in ``dst`` is replaced."""
     init_from = _init_from(src)
     if init_from is None or not (init_from / "meta.json").is_file():
         return {}
     return _source_meta(init_from, dst)
+
+
+def stages(meta: dict) -> List[dict]:
+    """The lineage of a full meta, oldest first: each stage's meta (the model's own last)."""
+    out, m = [], meta
+    while m is not None:
+        out.append(m)
+        m = m.get("init_from")
+    return out[::-1]
+
+
+def shown(command: List[str]) -> List[str]:
+    """A recorded command as users see it: an absolute OUTPUT_DIR becomes ``training/NAME`` (where
+    the run lay on its machine says nothing about how to reproduce it), and the invocation's
+    settings (threads, device, time limits) are left out."""
+    out, skip = [], False
+    for k, arg in enumerate(command):
+        if skip:
+            skip = False
+        elif arg.split("=", 1)[0] in INVOCATION:
+            skip = "=" not in arg
+        elif k and command[k - 1] == "pretrain" and arg.startswith("/"):
+            out.append(f"training/{Path(arg).name}")
+        else:
+            out.append(arg)
+    return out
+
+
+def _settings(args: List[str]) -> dict:
+    """{--section.key: value} of a command line."""
+    found = {}
+    for k, arg in enumerate(args):
+        if arg.startswith("--") and "." in arg:
+            key, _, value = arg.partition("=")
+            found[key] = value if _ else (args[k + 1] if k + 1 < len(args) else "")
+    return found
+
+
+def stage_commands(commands: List[dict]) -> List[dict]:
+    """The commands that set what a stage trained: the first, and each later one that changes a
+    setting or passes ``--from-stable`` (a resume that only continued an interrupted run is left
+    out: resuming is exact). [{"at_step": N, "command": "python -m spacy_elmo pretrain ..."}]."""
+    out, settings = [], {}
+    for c in commands:
+        args = shown(c["command"])
+        new = _settings(args)
+        if not out or "--from-stable" in args or any(settings.get(k) != v for k, v in new.items()):
+            out.append({"at_step": c.get("at_step", 0), "command": shlex.join(args)})
+        settings.update(new)
+    return out
+
+
+def user_meta(meta: dict, name: str) -> dict:
+    """The short meta.json shipped in the package, from the full one: no run paths, no history."""
+    t = meta["training"]
+    out = {k: meta[k] for k in ("name", "description", "options", "parameters", "softmax", "corpus", "storage")
+           if k in meta}
+    out["training"] = {"steps": t["steps"], "tokens_seen": t["tokens_seen"],
+                       "lineage_tokens": t.get("lineage_tokens", t["tokens_seen"]),
+                       "tokens_per_second": t.get("tokens_per_second"), "torch": t.get("torch")}
+    out["lineage"] = []
+    for stage in stages(meta):
+        cmds = stage["training"].get("commands") or []
+        widened = next((c["path"]["widened"] for c in cmds if c.get("path", {}).get("widened")), None)
+        out["lineage"].append({"steps": stage["training"]["steps"], "tokens_seen": stage["training"]["tokens_seen"],
+                               **({"widened": widened} if widened else {}), "commands": stage_commands(cmds)})
+    out["heldout"] = {k: v for k, v in (meta.get("heldout") or {}).items() if k != "full_heldout"}
+    for key in ("heldout_shipped", "evaluation"):
+        if key in meta:
+            out[key] = meta[key]
+    out["record"] = f"dev/models/{name}.json in the repository: every command, evaluation and run of the lineage"
+    return out
 
 
 def _carry_speed(meta: dict, previous: Optional[dict]) -> None:
@@ -212,7 +305,9 @@ def main(run_dir: str, name: str = "en_elmo_small", float16: bool = False, demo:
     if demo:
         meta["evaluation"]["demo"] = _demo(Path(demo))
     _carry_speed(meta, previous)
-    (dst / "meta.json").write_text(json.dumps(meta, indent=2))
+    RECORDS.mkdir(parents=True, exist_ok=True)
+    (RECORDS / f"{name}.json").write_text(json.dumps(meta, indent=2))
+    (dst / "meta.json").write_text(json.dumps(user_meta(meta, name), indent=2))
     (dst / "config.cfg").write_text(shipped_config((src / "config.cfg").read_text(encoding="utf-8")),
                                     encoding="utf-8")
     (dst / "ATTRIBUTION.md").write_text(ATTRIBUTION.format(name=name), encoding="utf-8")

@@ -10,6 +10,7 @@ import sys
 import typer
 
 from .cli_errors import OneLineErrors, one_line_errors
+from .cli_help import PlainHelp
 from .convert import cli as convert_cli
 from .hub import cli as hub_cli
 from .pretrain import cli as pretrain_cli
@@ -30,7 +31,7 @@ COMMANDS = (  # (name, body, typer context settings), in the order `--help` list
     ("embed", scale_cli.embed_cli, None),
 )
 for _name, _body, _context in COMMANDS:
-    app.command(_name, context_settings=_context)(one_line_errors(_body))
+    app.command(_name, context_settings=_context, cls=PlainHelp)(one_line_errors(_body))
 
 
 def main():

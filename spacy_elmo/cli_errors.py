@@ -35,6 +35,11 @@ class OneLineErrors(TyperGroup):
     raised while a command's arguments are parsed) is ``error: Invalid value for ...`` on stderr,
     one line, exit status :data:`EXIT_ERROR`, instead of click's usage block."""
 
+    def get_params(self, ctx):
+        from .cli_help import plain_flags
+
+        return plain_flags(super().get_params(ctx))  # `--help` without `<bool>`
+
     def invoke(self, ctx: typer.Context):
         try:
             return super().invoke(ctx)

@@ -12,9 +12,8 @@ typically (n_layers, n_tokens, dim) float32):
   al. (2018, eq. 1) with pre-softmax weights w (as in ``spacy_elmo.pipeline.layers.scalar_mix``;
   gamma 1 unless given). Equal weights give ``average`` (to float32 rounding).
 
-Each one but ``all`` gives one (..., dim) array. Old spellings (``mean``, a bare ``mix`` for the
-average, a bare layer number) are errors that name the new one. Errors are
-:class:`LayerSpecError` (an ElmoError and a ValueError) with a one-line message.
+Each one but ``all`` gives one (..., dim) array. Anything else is a :class:`LayerSpecError`
+(an ElmoError and a ValueError) with a one-line message listing these names.
 """
 import re
 from dataclasses import dataclass
@@ -26,10 +25,6 @@ from .bilm.errors import ElmoError
 
 NAMES = "all, top, average, layer_k or mix:w0,w1,...[,gamma=G]"
 _LAYER = re.compile(r"layer_(\d+)")  # fullmatch
-_OLD = {"mean": "'average' (the uniform average of the layers)",
-        "mix": "'average' (the uniform average of the layers); a weighted mix is mix:w0,w1,... "
-               "(one weight per layer)",
-        "avg": "'average'"}
 
 
 class LayerSpecError(ElmoError, ValueError):
@@ -88,8 +83,7 @@ class LayerSpec:
 
 def parse(text, where: str = "layers") -> LayerSpec:
     """Parse a spec (see the module docstring). ``where`` names the setting in errors (e.g.
-    "--layers", "[components.elmo] store"). Raises LayerSpecError for anything else, naming the
-    new spelling of an old one."""
+    "--layers", "[components.elmo] store"). Raises LayerSpecError for anything else."""
     if not isinstance(text, str):
         raise LayerSpecError(f"{where} {text!r}: expected a string, one of {NAMES}")
     if text in ("all", "top", "average"):
@@ -99,10 +93,6 @@ def parse(text, where: str = "layers") -> LayerSpec:
         return LayerSpec("layer", f"layer_{int(match.group(1))}", k=int(match.group(1)))
     if text.startswith("mix:"):
         return _parse_mix(text, where)
-    if text in _OLD:
-        raise LayerSpecError(f"{where} {text!r} is no longer accepted: write {_OLD[text]}")
-    if text.isdigit():
-        raise LayerSpecError(f"{where} {text!r} is no longer accepted: write 'layer_{int(text)}'")
     raise LayerSpecError(f"{where} {text!r}: expected {NAMES}")
 
 

@@ -1,6 +1,7 @@
 """The embedded default English biLM: loads by name, is documented, and is contextual."""
 import json
 import os
+import shlex
 
 import numpy
 import pytest
@@ -42,16 +43,28 @@ def test_default_model_is_packaged_and_documented():
     assert os.path.isfile(os.path.join(directory, "config.cfg"))
 
 
+def test_shipped_meta_is_the_short_card():
+    """The package's meta.json holds what the model card needs, not the training history: no run
+    paths of the machine it was trained on, no evaluation history; the tokens of its stages add up."""
+    text = open(os.path.join(resolve(DEFAULT_MODEL), "meta.json"), encoding="utf-8").read()
+    meta = json.loads(text)
+    assert len(text.splitlines()) < 400 and '"/' not in text
+    assert not {"history", "init_from"} & set(meta)
+    assert sum(s["tokens_seen"] for s in meta["lineage"]) == meta["training"]["lineage_tokens"]
+    assert all(c["command"].startswith("python -m spacy_elmo pretrain training/")
+               for s in meta["lineage"] for c in s["commands"])
+
+
 # [training] settings of how one invocation runs, not of what it trains.
 INVOCATION = {("training", "threads"), ("training", "device"), ("training", "stop_after_minutes"),
               ("training", "checkpoint_minutes")}
 
 
 def _command_line_settings(meta: dict) -> set:
-    """(section, name) of every ``--section.name`` the recorded pretrain commands set."""
+    """(section, name) of every ``--section.name`` the last stage's recorded commands set."""
     keys = set()
-    for entry in meta["training"].get("commands", []):
-        for arg in entry["command"]:
+    for entry in meta["lineage"][-1]["commands"]:
+        for arg in shlex.split(entry["command"]):
             if arg.startswith("--") and "." in arg:
                 section, _, name = arg[2:].split("=", 1)[0].partition(".")
                 keys.add((section, name))

@@ -23,3 +23,18 @@ def test_summary_gives_mean_gains_and_paired_differences():
         "old: mean 93.83, gain +1.83",
         "new - old: +0.33 (sd 0.76; positive in 2 of 3 seeds)",
     ]
+
+
+def test_the_record_holds_every_seed_and_the_spread_of_the_gain(tiny_model):
+    seeds = load_script("dev/demo_seeds.py")
+    from pathlib import Path
+
+    from spacy_elmo.bilm.integrity import sha256
+
+    folder = str(Path(tiny_model.weights_path).parent)
+    identity = seeds.model_identity(folder)
+    assert identity["weights_sha256"] == sha256(tiny_model.weights_path) and identity["lineage_tokens"] is None
+    record = seeds.seed_record("ner", [0, 1], [78.0, 79.0], {"new": [84.0, 83.0]}, {"new": identity})
+    row = record["models"]["new"]
+    assert record["score"] == "ents_f" and record["baseline_mean"] == 78.5
+    assert row["gains"] == [6.0, 4.0] and row["gain_mean"] == 5.0 and row["gain_sd"] == pytest.approx(2 ** 0.5)

@@ -11,10 +11,8 @@ def _card():
 
 
 def _meta():
-    base = ["python", "-m", "spacy_elmo", "pretrain"]
-    first = {"training": {"steps": 20000, "tokens_seen": 37_000_000,
-                          "commands": [{"command": base + ["runs/a", "--config", "a.cfg"], "at_step": 0}]},
-             "heldout": {"perplexity": 75.3, "forward": 75.2, "backward": 75.4, "tokens": 1000}}
+    """A short meta.json as dev/ship_default_model.py ships it (user_meta)."""
+    base = "python -m spacy_elmo pretrain"
     return {
         "options": {"char_cnn": {"embedding": {"dim": 16}, "filters": [[1, 32], [5, 256]], "n_highway": 1},
                     "lstm": {"dim": 1024, "projection_dim": 256, "n_layers": 2}},
@@ -22,10 +20,13 @@ def _meta():
         "softmax": {"vocab_size": 50000},
         "corpus": {"files": {"wiki.txt.gz": {"lines": 10, "tokens": 200}}, "train_tokens": 190,
                    "tokenizer": "spaCy", "heldout_rule": "every 100th block", "license": "CC BY-SA"},
-        "training": {"steps": 9000, "tokens_seen": 18_000_000, "lineage_tokens": 55_000_000, "tokens_per_second": 3300,
-                     "commands": [{"command": base + ["runs/b", "--config", "b.cfg"], "at_step": 0},
-                                  {"command": base + ["runs/b", "--resume", "--training.max_steps", "9000"],
-                                   "at_step": 7500}]},
+        "training": {"steps": 9000, "tokens_seen": 18_000_000, "lineage_tokens": 55_000_000, "tokens_per_second": 3300},
+        "lineage": [
+            {"steps": 20000, "tokens_seen": 37_000_000,
+             "commands": [{"at_step": 0, "command": f"{base} training/a --config a.cfg"}]},
+            {"steps": 9000, "tokens_seen": 18_000_000, "widened": {"projection_dim": [128, 256]},
+             "commands": [{"at_step": 0, "command": f"{base} training/b --config b.cfg"},
+                          {"at_step": 7500, "command": f"{base} training/b --resume --training.max_steps 9000"}]}],
         "heldout": {"perplexity": 64.0, "forward": 64.1, "backward": 63.9, "tokens": 1000},
         "heldout_shipped": {"perplexity": 64.01, "forward": 64.11, "backward": 63.91, "tokens": 1000},
         "storage": "float16 (read as float32)",
@@ -34,7 +35,7 @@ def _meta():
                        "senses": {"blind_1nn": {"bank": 1.0, "cell": 0.75}, "blind_1nn_mean": 0.875},
                        "demo": {"rows": [{"component": "tagger", "data": "EWT", "baseline": 92.2, "elmo": 94.5}],
                                 "setting": "demo_train_sents 3000"}},
-        "init_from": first,
+        "record": "dev/models/m.json in the repository",
     }
 
 
@@ -42,7 +43,9 @@ def test_card_states_the_numbers_of_meta_json():
     text = _card().model_card(_meta(), 19.94)
     assert "**55,000,000**" in text  # tokens through every warm start
     assert "**64.01**" in text  # the files as shipped, not the float32 run's 64.0
-    assert "runs/a --config a.cfg" in text and "from step 7,500: `python -m spacy_elmo pretrain runs/b --resume" in text
+    assert "training/a --config a.cfg" in text
+    assert "from step 7,500: `python -m spacy_elmo pretrain training/b --resume" in text
+    assert "projection_dim widened from 128 to 256" in text and "`dev/models/m.json` in the repository" in text
     assert "| layer 2 | 56.4 | 57.4 |" in text and "| layer average | 55.8 | 57.1 |" in text
     assert "0.875 (mean of 2 words)" in text
     assert "| tagger | EWT | 92.20 | **94.50** | +2.30 |" in text
@@ -55,14 +58,13 @@ def test_readme_blocks_are_replaced_and_the_rest_kept(tmp_path):
     model.mkdir()
     (model / "meta.json").write_text(json.dumps(_meta()))
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- begin: default-model -->\nold\n<!-- end: default-model -->\nmiddle\n"
-                      "<!-- begin: demo-results -->\nold\n<!-- end: demo-results -->\nend\n")
+    readme.write_text("intro\n<!-- begin: default-model -->\nold\n<!-- end: default-model -->\nend\n")
     assert card.main([str(model), "--readme", str(readme), "--check"]) == 1
     assert card.main([str(model), "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert text.startswith("intro\n<!-- begin: default-model -->\n")
-    assert text.endswith("<!-- end: demo-results -->\nend\n")
-    assert "old" not in text and "| held-out perplexity | 64.0 " in text and "+2.30" in text
+    assert text.endswith("<!-- end: default-model -->\nend\n")
+    assert "old" not in text and "| held-out perplexity | 64.0 " in text
     assert card.main([str(model), "--readme", str(readme), "--check"]) == 0
 
 

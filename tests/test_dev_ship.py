@@ -67,3 +67,60 @@ def test_speed_is_kept_only_while_the_shape_is_unchanged():
     scratch = {"options": {}, "evaluation": {}}
     ship._carry_speed(scratch, {})  # trained from scratch: no previous release
     assert "speed" not in scratch["evaluation"]
+
+
+def _command(*args):
+    return ["python", "-m", "spacy_elmo", "pretrain", "/root/runs/r8", *args]
+
+
+def test_stage_commands_keep_what_sets_the_training_with_relative_paths():
+    """A resume that only continues an interrupted run, and the threads of an invocation, are left
+    out; a changed setting or --from-stable is kept; the run path is relative."""
+    ship = _ship()
+    commands = [{"command": _command("--config", "c.cfg", "--training.threads", "1", "--training.max_steps", "300"),
+                 "at_step": 0},
+                {"command": _command("--resume", "--training.threads=2"), "at_step": 50},
+                {"command": _command("--resume", "--training.max_steps", "300"), "at_step": 90},
+                {"command": _command("--resume", "--training.max_steps", "250"), "at_step": 120},
+                {"command": _command("--resume", "--from-stable", "--training.max_steps", "250"), "at_step": 240}]
+    assert ship.stage_commands(commands) == [
+        {"at_step": 0, "command": "python -m spacy_elmo pretrain training/r8 --config c.cfg --training.max_steps 300"},
+        {"at_step": 120, "command": "python -m spacy_elmo pretrain training/r8 --resume --training.max_steps 250"},
+        {"at_step": 240, "command": "python -m spacy_elmo pretrain training/r8 --resume --from-stable "
+                                    "--training.max_steps 250"}]
+
+
+def test_user_meta_is_the_short_form_of_the_full_record():
+    ship = _ship()
+    first = {"training": {"steps": 10, "tokens_seen": 100, "commands": [{"command": _command("--config", "a.cfg")}]},
+             "history": [{"step": 5, "perplexity": 9.0}]}
+    full = {"name": "m", "options": {"lstm": {}}, "corpus": {"train_tokens": 7},
+            "training": {"steps": 4, "tokens_seen": 40, "lineage_tokens": 140, "tokens_per_second": 3.0,
+                         "commands": [{"command": _command("--config", "b.cfg"),
+                                       "path": {"device": "cpu", "widened": {"projection_dim": [8, 16]}}}]},
+            "heldout": {"perplexity": 8.0, "full_heldout": True}, "history": [{"step": 2}],
+            "evaluation": {"senses": {"blind_1nn_mean": 0.5}}, "init_from": first}
+    short = ship.user_meta(full, "m")
+    assert not {"history", "init_from"} & set(short) and "/root" not in json.dumps(short)
+    assert short["training"]["lineage_tokens"] == 140 and short["heldout"] == {"perplexity": 8.0}
+    assert [(s["steps"], s["tokens_seen"], s.get("widened")) for s in short["lineage"]] == [
+        (10, 100, None), (4, 40, {"projection_dim": [8, 16]})]
+    assert short["lineage"][0]["commands"][0]["command"].endswith("pretrain training/r8 --config a.cfg")
+    assert short["record"].startswith("dev/models/m.json")
+
+
+def test_a_shipped_model_reads_its_full_record_from_dev(tmp_path, monkeypatch):
+    """full_meta: dev/models/NAME.json for a folder of the package's models, else its meta.json."""
+    ship = _ship()
+    models, records = tmp_path / "models", tmp_path / "records"
+    (models / "m").mkdir(parents=True)
+    records.mkdir()
+    (models / "m" / "meta.json").write_text(json.dumps({"name": "short"}))
+    (records / "m.json").write_text(json.dumps({"name": "full"}))
+    monkeypatch.setattr(ship, "MODELS", models)
+    monkeypatch.setattr(ship, "RECORDS", records)
+    assert ship.full_meta(models / "m")["name"] == "full"
+    other = tmp_path / "elsewhere" / "m"
+    other.mkdir(parents=True)
+    (other / "meta.json").write_text(json.dumps({"name": "run"}))
+    assert ship.full_meta(other)["name"] == "run"

@@ -1,7 +1,7 @@
 """The GPU chain's pieces on CPU, without network: config overrides without spaCy, the
 pre-tokenised corpus, the model parts (split / join / verify), the size accounting and the wheel
-plan of scripts/device/bundle.py, the report, gpu_check.sh's steps, and the refusal of
-``n_process`` on CUDA (scripts/device/; spacy_elmo/pretrain/corpus_pack.py)."""
+plan of dev/device/bundle.py, the report, gpu_check.sh's steps, and the refusal of
+``n_process`` on CUDA (dev/device/; spacy_elmo/pretrain/corpus_pack.py)."""
 import json
 import os
 import subprocess
@@ -30,12 +30,12 @@ sys.meta_path.insert(0, _NoSpacy())
 
 @pytest.fixture(scope="module")
 def parts():
-    return load_script("scripts/device/parts.py")
+    return load_script("dev/device/parts.py")
 
 
 @pytest.fixture(scope="module")
 def bundle():
-    return load_script("scripts/device/bundle.py")
+    return load_script("dev/device/bundle.py")
 
 
 def test_parse_overrides_reads_values_as_spacy_does():
@@ -204,7 +204,7 @@ def _status(steps: Path, name: str, rc: int, log: str = "", result=None):
 
 
 def test_report_keeps_going_and_shows_failures(tmp_path):
-    report = load_script("scripts/device/report.py")
+    report = load_script("dev/device/report.py")
     steps = tmp_path / "steps"
     steps.mkdir()
     _status(steps, "install", 1, log="line\nERROR: no wheel\n")
@@ -226,14 +226,14 @@ def test_gpu_check_records_a_failed_step_and_still_reports(tmp_path):
     """Call 3 with no wheels carried: the install fails, the tests still run (and skip without
     CUDA, or spaCy from this environment), the report says which step failed."""
     env = dict(os.environ, GPU_DIR=str(tmp_path / "gpu"), PYTHON=sys.executable, PYTHONPATH=str(REPO))
-    proc = subprocess.run(["bash", str(REPO / "scripts" / "device" / "gpu_check.sh"), "3", "200", "--dry-run"],
+    proc = subprocess.run(["bash", str(REPO / "dev" / "device" / "gpu_check.sh"), "3", "200", "--dry-run"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "call 3, install: FAILED" in proc.stdout and "call 3, tests_pipeline: ok" in proc.stdout
     report = json.loads((tmp_path / "gpu" / "out" / "call3" / "report.json").read_text())
     assert [(s["name"], s["ok"]) for s in report["steps"]] == [("env", True), ("install", False),
                                                                ("tests_pipeline", True)]
-    bad = subprocess.run(["bash", str(REPO / "scripts" / "device" / "gpu_check.sh"), "4"], capture_output=True,
+    bad = subprocess.run(["bash", str(REPO / "dev" / "device" / "gpu_check.sh"), "4"], capture_output=True,
                          text=True, env=env)
     assert bad.returncode == 2 and "CALL must be 1, 2 or 3" in bad.stderr
 
@@ -255,11 +255,11 @@ def test_n_process_on_cuda_is_refused_in_a_forked_child(monkeypatch):
 
 
 def test_stint_config_has_the_shipped_model_shape():
-    """scripts/device/stint.cfg warm-starts from en_elmo_small: its [model] is that model's shape
+    """dev/device/stint.cfg warm-starts from en_elmo_small: its [model] is that model's shape
     (a narrower projection than the model's could not be initialised from it)."""
     from spacy_elmo.pretrain.config import load_config
 
-    cfg = load_config(REPO / "scripts" / "device" / "stint.cfg")
+    cfg = load_config(REPO / "dev" / "device" / "stint.cfg")
     options = json.loads((REPO / "spacy_elmo" / "models" / "en_elmo_small" / "options.json").read_text())
     model = cfg["model"]
     assert cfg["training"]["init_from"] == "spacy_elmo/models/en_elmo_small"

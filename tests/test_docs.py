@@ -9,6 +9,7 @@ namespace, blocks in order.
 """
 import io
 import re
+import shlex
 import shutil
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -58,6 +59,17 @@ def _parser():
                        path=str(REPO))
 
 
+def _embed_page_command() -> dict:
+    """docs/embed.md's first command (``embed sentences.txt vectors.hdf5 --model M --layers L
+    --dtype T``) as embed_file arguments: the page's next block reads the file it writes."""
+    text = (REPO / "docs" / "embed.md").read_text(encoding="utf-8")
+    args = shlex.split(re.search(r"```bash\n(python -m spacy_elmo embed .*?)\n```", text).group(1))
+    assert args[4:6] == ["sentences.txt", "vectors.hdf5"], args
+    options = dict(zip(args[6::2], args[7::2]))
+    assert set(options) == {"--model", "--layers", "--dtype"}, options
+    return {"model": options["--model"], "layer_spec": options["--layers"], "dtype": options["--dtype"]}
+
+
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory):
     """A folder of the files the docs name, and a model cache holding "elmo-original"."""
@@ -77,7 +89,7 @@ def fixtures(tmp_path_factory):
     (files / "no-elmo" / "options.json").write_bytes(Path(tiny.options_path).read_bytes())
     (files / "no-elmo" / "model.hdf5").write_bytes(Path(tiny.weights_path).read_bytes())
     (files / "sentences.txt").write_text(SENTENCES, encoding="utf-8")
-    embed_file(str(files / "sentences.txt"), str(files / "vectors.hdf5"), layer_spec="top", progress=False)
+    embed_file(str(files / "sentences.txt"), str(files / "vectors.hdf5"), progress=False, **_embed_page_command())
     return {"cache": cache, "files": files}
 
 
@@ -122,16 +134,32 @@ def test_printed_comments_are_checked():
     check_printed("0.649\n", ["0.649  river bank vs money bank"], "x")
 
 
+TORCH_CPU = "pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu"
+
+
 def test_readme_setup_commands_are_what_ci_runs():
-    """The README's test command is .ci/run's install line and test line, in that order."""
+    """The README's test command is .ci/run's install line and test line, in that order; both
+    commands install the CPU build of torch from PyTorch's CPU index; the docs build command is
+    .ci/run's and installs neither the package nor torch."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = re.findall(r"```bash\n(pip install torch==2\.13\.0 .*?)\n```", readme)
+    commands = re.findall(r"```bash\n(pip install torch==2\.13\.0.*?)\n```", readme)
     assert len(commands) == 2, commands
+    assert all(c.startswith(TORCH_CPU + " && ") for c in commands), commands
     test = next(c for c in commands if "pytest" in c)
     install, run = test.rsplit(" && ", 1)
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert install in ci and run in ci and ci.index(install) < ci.index(run)
-    assert "mkdocs build --strict" in "\n".join(ci)
+    docs = re.search(r"Build the site with `(.*?)`", readme).group(1)
+    assert docs in ci and ci.index(run) < ci.index(docs)
+    assert "mkdocs build --strict" in docs and "-e" not in docs.split()
+    requirements = (REPO / "docs" / "requirements.txt").read_text(encoding="utf-8")
+    assert "mkdocs==" in requirements and "torch" not in requirements and "spacy" not in requirements
+
+
+def test_docs_home_gives_the_readme_install():
+    """The docs home page installs torch as the README does, then the package for use."""
+    home = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"{TORCH_CPU} && pip install -e .\n" in home
 
 
 def test_readme_stays_short():
@@ -150,3 +178,45 @@ def test_component_page_shows_the_filled_defaults():
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo")
     assert shown == nlp.config["components"]["elmo"]
+
+
+TRAIN_SPEED = ["--training.max_steps", "2", "--training.eval_frequency", "1"]
+
+
+def _readme_training_lines() -> list:
+    """The README's `spacy init fill-config` and `spacy train` lines (the block after the config)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "spacy train config.cfg" in b]
+    lines = [line for line in block.splitlines() if " init fill-config " in line or " spacy train " in line]
+    assert [line.split()[3] for line in lines] == ["init", "train"], lines
+    return lines
+
+
+def _tagged_docs(path: Path, n: int) -> None:
+    from spacy.tokens import Doc, DocBin
+    from spacy.vocab import Vocab
+
+    words, tags = ["Anna", "sings", "in", "Oslo", "."], ["PROPN", "VERB", "ADP", "PROPN", "PUNCT"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    DocBin(docs=[Doc(Vocab(), words=words[k % 2:], tags=tags[k % 2:]) for k in range(n)]).to_disk(path)
+
+
+def test_readme_config_trains_as_written(tmp_path, monkeypatch, capsys):
+    """The README's config block, saved as partial.cfg, fills and trains with the README's own
+    command lines (on .spacy files at the paths it names, made here; two steps), and the log has
+    a tag_acc column and no pos_acc one."""
+    from spacy.cli._util import app
+    from typer.main import get_command
+
+    blocks = re.findall(r"```ini\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "partial.cfg").write_text(blocks[0], encoding="utf-8")
+    _tagged_docs(tmp_path / "corpus" / "ewt" / "train.spacy", 8)
+    _tagged_docs(tmp_path / "corpus" / "ewt" / "dev.spacy", 2)
+    fill, train = (shlex.split(line) for line in _readme_training_lines())
+    for args in (fill, train + TRAIN_SPEED):
+        assert args[:3] == ["python", "-m", "spacy"]
+        get_command(app).main(args[3:], prog_name="spacy", standalone_mode=False)
+    log = capsys.readouterr().out
+    assert "TAG_ACC" in log and "POS_ACC" not in log
+    assert (tmp_path / "training" / "tagger" / "model-last" / "elmo").is_dir()

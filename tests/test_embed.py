@@ -231,3 +231,24 @@ def test_cli_ten_thousand_lines_with_progress(model, tmp_path):
     for i in (0, 4_321, 9_999):
         assert data[str(i)].shape == (len(lines[i].split()), model[1].output_dim)
         assert s2i[lines[i]] in {str(j) for j, line in enumerate(lines) if line == lines[i]}
+
+
+def test_tokens_per_second_is_of_the_bilm_alone(model, tmp_path, monkeypatch):
+    """The rate excludes the model load and the reading: embed_seconds is the biLM's calls only,
+    and the summary line says so."""
+    import time
+
+    from spacy_elmo.embed import run as embed_run
+
+    src = write_lines(tmp_path / "s.txt", ["the river bank", "we sat"])
+    reads = embed_run.read_groups
+
+    def slow_reader(*args, **kwargs):
+        time.sleep(0.3)  # a slow tokenizer load: not biLM time
+        yield from reads(*args, **kwargs)
+
+    monkeypatch.setattr(embed_run, "read_groups", slow_reader)
+    summary = embed_file(src, str(tmp_path / "s.hdf5"), model=model[0], pretokenized=True, progress=False)
+    assert 0 < summary["embed_seconds"] < summary["seconds"] - 0.25
+    result = CliRunner().invoke(app, ["embed", src, str(tmp_path / "t.hdf5"), "--model", model[0], "--quiet"])
+    assert result.exit_code == 0 and "tokens/s in the biLM" in result.output and "after the model load" in result.output

@@ -1,5 +1,5 @@
 """One vocabulary for "which layers" (:mod:`spacy_elmo.layer_spec`): what each spec computes on
-real arrays, its one-line errors (old spellings name the new one), and the same arrays from the
+real arrays, its one-line errors, and the same arrays from the
 ``elmo`` component's ``store``, ``embed --layers`` and the probe's views."""
 import json
 
@@ -62,9 +62,8 @@ def test_names_round_trip():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("mean", "--layers 'mean' is no longer accepted: write 'average'"),
-    ("mix", "--layers 'mix' is no longer accepted: write 'average'"),
-    ("2", "--layers '2' is no longer accepted: write 'layer_2'"),
+    ("mean", "--layers 'mean': expected all, top, average, layer_k or mix:"),
+    ("2", "--layers '2': expected all, top, average, layer_k or mix:"),
     ("bottom", "--layers 'bottom': expected all, top, average, layer_k or mix:"),
     ("mix:", "give one weight per layer"),
     ("mix:1,x", "'x' is not a number"),
@@ -87,12 +86,12 @@ def test_specs_that_do_not_fit_the_model_raise():
     assert parse("mix:1,2,3").validate(3).kind == "mix"
 
 
-def test_old_spellings_are_errors_in_the_component_and_the_probe(tiny_model):
-    with pytest.raises(ValueError, match=r"\[components.elmo\] store = 'mix' is no longer accepted: write 'average'"):
+def test_bad_specs_are_errors_in_the_component_and_the_probe(tiny_model):
+    with pytest.raises(ValueError, match=r"\[components.elmo\] store = 'mix': expected all, top, average"):
         spacy.blank("en").add_pipe("elmo", config=elmo_config(tiny_model, store="mix"))
-    with pytest.raises(ValueError, match="vectors = 'mean' is no longer accepted: write 'average'"):
+    with pytest.raises(ValueError, match="vectors = 'mean': expected all, top, average"):
         spacy.blank("en").add_pipe("elmo", config=elmo_config(tiny_model, vectors="mean"))
-    with pytest.raises(LayerSpecError, match="'mean' is no longer accepted"):
+    with pytest.raises(LayerSpecError, match="'mean': expected all"):
         views(H.transpose(1, 0, 2), ["mean"])
 
 

@@ -208,7 +208,7 @@ def test_device_setting(corpus, tmp_path, monkeypatch):  # noqa: F811
 
 
 def test_stint_stops_like_an_interruption_and_resumes(corpus, tmp_path):  # noqa: F811
-    """stop_after_minutes (the bounded GPU stint of scripts/device/gpu_check.sh): the invocation
+    """stop_after_minutes (the bounded GPU stint of dev/device/gpu_check.sh): the invocation
     ends with a checkpoint after its time, and --resume goes on to max_steps."""
     steps = {"training.max_steps": 6, "training.eval_every_steps": 0}
     meta = pretrain(str(tmp_path / "run"), progress=False,

@@ -195,6 +195,9 @@ def test_run_probe_end_to_end(bilm, data, tiny_model, tmp_path):
     paths = write_outputs(result, tmp_path / "out")
     text = json.loads(paths["json"].read_text())
     assert "correct" not in json.dumps(text["upos"]) and text["model"]["dim"] == bilm.output_dim
+    from spacy_elmo.bilm.integrity import sha256
+
+    assert text["model"]["weights_sha256"] == sha256(tiny_model.weights_path)  # the record names its weights
     md = paths["md"].read_text()
     assert "| layer 0 (char CNN) |" in md and "| tagger-elmo | tagger |" in md and "97.3 / 96.8" in md
     assert paths["png"].stat().st_size > 20000

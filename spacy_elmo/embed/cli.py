@@ -10,6 +10,7 @@ def run_local(input_path: str, output: str, **options) -> str:
     s = embed_file(input_path, output, **options)
     if s["already_complete"]:
         return f"{output} is already complete (same arguments): nothing to do"
-    rate = s["embedded_tokens"] / s["seconds"] if s["seconds"] else 0.0
+    rate = s["embedded_tokens"] / s["embed_seconds"] if s.get("embed_seconds") else 0.0
     return (f"wrote {output}: {s['sentences']:,} sentences, {s['tokens']:,} tokens ({s['embedded']:,} "
-            f"sentences embedded in this run, {rate:,.0f} tokens/s)")
+            f"sentences embedded in this run, {rate:,.0f} tokens/s in the biLM; {s['seconds']:.1f} s "
+            "reading, embedding and writing, after the model load)")

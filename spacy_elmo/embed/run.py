@@ -25,10 +25,11 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     :mod:`.writer`). ``model``: a name or directory as everywhere (default: the packaged
     DEFAULT_MODEL); ``layer_spec``: see :mod:`.layers`; ``dtype``: float32 or float16.
     Returns {"sentences", "tokens" (all records), "embedded", "embedded_tokens" (computed in this
-    run, not skipped), "seconds", "output", "already_complete" (OUTPUT was already there, same
-    arguments: nothing done)}. Raises EmbedError (a ValueError) for a bad option or an OUTPUT
-    that exists with other arguments (unless ``overwrite``), FileNotFoundError for a missing
-    input or model (with the download command for a catalog name), EmbedError for
+    run, not skipped), "seconds" (reading, tokenizing, embedding and writing; not the model load),
+    "embed_seconds" (the biLM's calls alone: what tokens/s is of), "output", "already_complete"
+    (OUTPUT was already there, same arguments: nothing done)}. Raises EmbedError (a ValueError)
+    for a bad option or an OUTPUT that exists with other arguments (unless ``overwrite``),
+    FileNotFoundError for a missing input or model (with the download command for a catalog name), EmbedError for
     unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
     run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
     file. OUTPUT is checked first
@@ -40,7 +41,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
-               "output": output, "already_complete": False}
+               "embed_seconds": 0.0, "output": output, "already_complete": False}
     if os.path.exists(output):
         if written_args(output) == args:
             summary["already_complete"] = True
@@ -193,14 +194,16 @@ def _run(bilm, out: Output, groups, spec, dtype, batch_size, total, progress, su
         for group in groups:
             first, last, n_tokens = count_group(group, summary)
             if (first, last) not in done:
+                began = time.perf_counter()
                 with budget:
                     arrays = bilm.embed_sentences([r.tokens for r in group], batch_size=batch_size)
+                summary["embed_seconds"] += time.perf_counter() - began
                 out.add(first, last, [(r.index, r.text, layers.select(spec, a, dtype))
                                       for r, a in zip(group, arrays)])
                 del arrays
                 summary["embedded"] += len(group)
                 summary["embedded_tokens"] += n_tokens
             bar.update(len(group))
-            elapsed = time.perf_counter() - start
-            bar.set_postfix_str(f"{summary['embedded_tokens'] / max(elapsed, 1e-9):,.0f} tok/s", refresh=False)
+            rate = summary["embedded_tokens"] / max(summary["embed_seconds"], 1e-9)
+            bar.set_postfix_str(f"{rate:,.0f} tok/s", refresh=False)
     summary["seconds"] = time.perf_counter() - start

@@ -1,7 +1,7 @@
-"""The probe's figure (one PNG, two panels), readable without the text:
-(a) probe accuracy by layer, syntax (UPOS) above and word sense (WiC) below, with the per-layer
-values of Peters et al. (2018, Tables 5-6) marked; (b) the learned layer weights s_j of every
-listener of each trained pipeline, against the uniform mix."""
+"""The probe's figure (one PNG, three panels), readable without the text: probe accuracy by
+layer, (a) syntax (UPOS) and (b) word sense (WiC), with the per-layer values of Peters et al.
+(2018, Tables 5-6) marked; (c) the learned layer weights s_j of every listener of each trained
+pipeline, against the uniform mix."""
 from .views import view_names
 
 SENSE = [("wic_cosine", "WiC: cosine, threshold tuned on train", "tab:orange", "o"),
@@ -61,12 +61,14 @@ def _syntax(ax, result: dict) -> None:
 
 def _sense(ax, result: dict) -> None:
     for k, (task, label, color, marker) in enumerate(SENSE):
-        _line(ax, result, task, label + " (dev)", color, marker, dx=-16 + 16 * k)
-    _line(ax, result, "wic_cosine_centred", "WiC: cosine after removing the layer mean", "tab:brown", "^", dx=16)
+        _line(ax, result, task, label + " (dev)", color, marker, dx=-20 + 20 * k)
+    _line(ax, result, "wic_cosine_centred", "WiC: cosine after removing the layer mean", "tab:brown", "^", dx=20)
     _reference(ax, result, "wsd", "Peters et al. 2018: WSD F1, SemCor (other task)", "tab:red")
-    ax.axhline(50, color="grey", linestyle="--", linewidth=0.8)
-    ax.annotate("chance (WiC)", (0, 50), textcoords="offset points", xytext=(0, 3), fontsize=7, color="grey")
-    _style(ax, result, "accuracy (%)", "(a) Word sense: same sense in two contexts?")
+    ax.axhline(50, color="grey", linestyle="--", linewidth=0.8, label="chance (WiC)")
+    _style(ax, result, "accuracy (%)", "(b) Word sense: same sense in two contexts?")
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + 0.8 * (high - low))  # room above the points for the legend
+    ax.legend(fontsize=7, loc="upper left")
     ax.set_xlabel("biLM layer (representation probed)")
 
 
@@ -74,7 +76,7 @@ def _mixes(ax, result: dict) -> None:
     L1 = result["model"]["num_layers"] + 1
     rows = [(f"{pipe}: {comp}", mix["weights"])
             for pipe, comps in result["mixes"].items() for comp, mix in comps.items()]
-    ax.set_title("(b) Learned layer weights of each trained component", fontsize=10, loc="left")
+    ax.set_title("(c) Learned layer weights of each trained component", fontsize=10, loc="left")
     ax.set_xlabel("biLM layer j")
     ax.set_ylabel("softmax weight s_j (sums to 1)")
     ax.set_xticks(range(L1))
@@ -94,7 +96,7 @@ def _mixes(ax, result: dict) -> None:
 
 
 def plot_probe(result: dict, path) -> None:
-    """Write the two-panel PNG to ``path`` (matplotlib, Agg backend; ImportError if missing)."""
+    """Write the three-panel PNG to ``path`` (matplotlib, Agg backend; ImportError if missing)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -105,7 +107,9 @@ def plot_probe(result: dict, path) -> None:
     _syntax(fig.add_subplot(grid[0, 0]), result)
     _sense(fig.add_subplot(grid[1, 0]), result)
     _mixes(fig.add_subplot(grid[:, 1]), result)
-    name = result["model"]["model"] or "options + weights"
+    from .report import model_label
+
+    name = model_label(result["model"])
     fig.suptitle(f"What each biLM layer knows: {name} ({result['model']['num_layers']} biLSTM layers, "
                  f"{result['model']['dim']} dims)", fontsize=12)
     fig.savefig(path, dpi=110, bbox_inches="tight")

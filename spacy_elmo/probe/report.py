@@ -90,10 +90,17 @@ def _mix_table(result: dict) -> List[str]:
     return lines
 
 
+def model_label(m: dict) -> str:
+    """The probed model as the report and the figure name it: its name (or its two files) and,
+    where recorded, the tokens its lineage saw (which release of a model it was)."""
+    name = m["model"] or f"{m['options_path']} + {m['weights_path']}"
+    return name + (f", {m['lineage_tokens'] / 1e6:.1f}M tokens seen" if m.get("lineage_tokens") else "")
+
+
 def markdown(result: dict) -> str:
     """The probe.md text: the per-view table, the split verdict, the mixes, sizes and times."""
     m, sz, t = result["model"], result["sizes"], result["timings_s"]
-    name = m["model"] or f"{m['options_path']} + {m['weights_path']}"
+    name = model_label(m)
     centred = result.get("wic_cosine_centred")
     lines = [f"# Layer probe: {name} ({m['num_layers']} biLSTM layers, {m['dim']} dims per layer)", "",
              *_probe_table(result), "", "Does the split of Peters et al. (2018) show (layer 1 vs top layer, dev)?",

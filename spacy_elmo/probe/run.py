@@ -9,6 +9,8 @@ Every embedding pass runs once (EWT train subset, EWT dev, WiC train/dev, a slic
 pretraining text) and its vectors are reused by all probes that need them: the UPOS probe and
 the contextuality measures share the EWT dev vectors, the three WiC scores share the WiC ones.
 """
+import json
+import os
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -187,13 +189,23 @@ def _splits(tasks: dict, num_layers: int, seed: int) -> Optional[dict]:
 
 
 def _describe_model(bilm, model, options_path, weights_path) -> dict:
+    """What was probed, and which weights exactly: the sha256 of the weights file, and the tokens
+    its lineage saw where its folder's meta.json records them (a pretrained model's)."""
+    from ..bilm.integrity import sha256
+    from ..pipeline.loading import resolve_files
+
+    wpath = resolve_files(model, options_path, weights_path, "probe", "model")[1][1]
+    meta_path = os.path.join(os.path.dirname(wpath), "meta.json")
+    training = {}
+    if os.path.isfile(meta_path):
+        with open(meta_path, encoding="utf-8") as f:
+            training = json.load(f).get("training") or {}
     return {"model": model, "options_path": options_path, "weights_path": weights_path,
-            "num_layers": int(bilm.num_layers), "dim": int(bilm.output_dim)}
+            "num_layers": int(bilm.num_layers), "dim": int(bilm.output_dim), "weights_sha256": sha256(wpath),
+            "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen"))}
 
 
 def _environment() -> dict:
-    import os
-
     import torch
 
     return {"torch_threads": torch.get_num_threads(), "cpus_usable": len(os.sched_getaffinity(0))

@@ -1,8 +1,8 @@
-"""The steps of scripts/device/gpu_check.sh that are Python: each writes one JSON result.
+"""The steps of dev/device/gpu_check.sh that are Python: each writes one JSON result.
 
-    python scripts/device/steps.py env RESULT
-    python scripts/device/steps.py infer RESULT --device cuda --seconds 60
-    python scripts/device/steps.py stint RESULT --pack P --run DIR --config CFG --device cuda --seconds 300
+    python dev/device/steps.py env RESULT
+    python dev/device/steps.py infer RESULT --device cuda --seconds 60
+    python dev/device/steps.py stint RESULT --pack P --run DIR --config CFG --device cuda --seconds 300
 
 They need torch, numpy and h5py (``stint`` also confection), never spaCy. ``infer`` measures
 the biLM's tokens/s on the device (float32 and bfloat16) for en_elmo_small and a randomly

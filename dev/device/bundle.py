@@ -1,9 +1,9 @@
-"""What each call of scripts/device/gpu_check.sh carries beside the working tree, and its size.
+"""What each call of dev/device/gpu_check.sh carries beside the working tree, and its size.
 
-    python scripts/device/bundle.py wheels DEST [--python-version 3.12]
-    python scripts/device/bundle.py corpus DEST.npz.xz --budget-mib M [--corpus-cache DIR | --lines N]
-    python scripts/device/bundle.py sizes [--json PATH]
-    python scripts/device/bundle.py image-site DEST   (the dry run's stand-in for the GPU image)
+    python dev/device/bundle.py wheels DEST [--python-version 3.12]
+    python dev/device/bundle.py corpus DEST.npz.xz --budget-mib M [--corpus-cache DIR | --lines N]
+    python dev/device/bundle.py sizes [--json PATH]
+    python dev/device/bundle.py image-site DEST   (the dry run's stand-in for the GPU image)
 
 The GPU machine receives the working tree and at most 64 MiB in all per call, has no network,
 and its Python has torch and numpy but no spaCy stack (image_packages.txt lists what it has).

@@ -1,4 +1,4 @@
-"""report.json, report.md and logs.txt of one call of scripts/device/gpu_check.sh.
+"""report.json, report.md and logs.txt of one call of dev/device/gpu_check.sh.
 
 Reads STEPS_DIR: ``NAME.status.json`` (written by gpu_check.sh for every step: exit status,
 seconds, timeout), ``NAME.json`` (a step's result, where it wrote one), ``NAME.xml`` (pytest's

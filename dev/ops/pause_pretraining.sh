@@ -2,9 +2,8 @@
 # Operations tool: it SIGNALS OTHER PROCESSES. Run a command with the background pretraining job
 # paused (SIGSTOP), and ALWAYS resume it (SIGCONT) afterwards, even if the command fails or is
 # interrupted. Timing numbers on a shared 2-core machine are meaningless while pretraining runs.
-#   usage: bash scripts/ops/pause_pretraining.sh CMD [ARGS...]
+#   usage: bash dev/ops/pause_pretraining.sh CMD [ARGS...]
 # Only python processes whose command line matches spacy_elmo...pretrain are signalled (by pid).
-# (benchmarks/paused.sh, its old path, forwards here.)
 set -u
 PATTERN='^[^ ]*python[^ ]* .*spacy_elmo.*pretrain'
 PIDS=$(pgrep -f "$PATTERN" || true)

@@ -7,7 +7,7 @@ CARRY=$1 SITE=$2
 shift 2
 PY=${PYTHON:-python3}
 wheels=("$CARRY"/wheels/*.whl)
-[ -e "${wheels[0]}" ] || { echo "no wheels in $CARRY/wheels: run scripts/device/bundle.sh first"; exit 2; }
+[ -e "${wheels[0]}" ] || { echo "no wheels in $CARRY/wheels: run dev/device/bundle.sh first"; exit 2; }
 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "${wheels[@]}" \
     || exit 1
 PYTHONPATH=$SITE:${PYTHONPATH:-} "$PY" -c "import importlib, importlib.util, sys

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Prepare the GPU checks (scripts/device/gpu_check.sh) on a machine with network and the
+# Prepare the GPU checks (dev/device/gpu_check.sh) on a machine with network and the
 # project's environment, then (with --dry-run) run the whole chain here on CPU.
 #
-#   bash scripts/device/bundle.sh [--corpus-cache DIR | --lines N] [--keep-corpus] [--dry-run]
+#   bash dev/device/bundle.sh [--corpus-cache DIR | --lines N] [--keep-corpus] [--dry-run]
 #
-# Writes, under the git-ignored .gpu/ (scripts/device/bundle.py says what and why):
+# Writes, under the git-ignored .gpu/ (dev/device/bundle.py says what and why):
 #   .gpu/call1/wheels + corpus.npz.xz   .gpu/call2/wheels   .gpu/call3/wheels   .gpu/bundle.json
 # and prints each call's size (the working tree as the device tool sends it + its carry; at most
 # 64 MiB) and the three device commands. --corpus-cache DIR: slice a pretraining run's tokenised
@@ -13,7 +13,7 @@
 #
 # --dry-run: the tree as it would travel (tracked + untracked-not-ignored files) into a scratch
 # folder with the carried folders, wheels of the same pins for this Python, a fresh venv that
-# sees only the packages the GPU image has (scripts/device/image_packages.txt, linked from this
+# sees only the packages the GPU image has (dev/device/image_packages.txt, linked from this
 # environment) and installs the rest offline (pip --no-index), the three calls with
 # gpu_check.sh --dry-run, then the model parts joined and loaded bit-identically. Last line:
 #   dry run ok: bundle N MiB, M files back, K MiB back
@@ -41,18 +41,18 @@ timed() {  # timed LABEL COMMAND...: run, then print how long it took
     echo "[bundle] $label: $((SECONDS - t0)) s"
 }
 
-timed "wheels (Python 3.12, manylinux x86-64)" "$PY" scripts/device/bundle.py wheels .gpu --python-version 3.12
+timed "wheels (Python 3.12, manylinux x86-64)" "$PY" dev/device/bundle.py wheels .gpu --python-version 3.12
 if [ "$KEEP" = 1 ] && [ -f .gpu/call1/corpus.npz.xz ]; then
     echo "[bundle] corpus: kept .gpu/call1/corpus.npz.xz"
 else
-    timed "corpus" "$PY" scripts/device/bundle.py corpus .gpu/call1/corpus.npz.xz "${CORPUS[@]}"
+    timed "corpus" "$PY" dev/device/bundle.py corpus .gpu/call1/corpus.npz.xz "${CORPUS[@]}"
 fi
-"$PY" scripts/device/bundle.py sizes --json .gpu/bundle.json
+"$PY" dev/device/bundle.py sizes --json .gpu/bundle.json
 cat <<'EOF'
 [bundle] device commands (one after the other, each at once after the last: .gpu/site stays while the machine is warm):
-  run(carry=[".gpu/call1"], timeout_s=460, command="bash scripts/device/gpu_check.sh 1 540")
-  run(carry=[".gpu/call2"], timeout_s=170, command="bash scripts/device/gpu_check.sh 2 540")
-  run(carry=[".gpu/call3"], timeout_s=150, command="bash scripts/device/gpu_check.sh 3 540")
+  run(carry=[".gpu/call1"], timeout_s=460, command="bash dev/device/gpu_check.sh 1 540")
+  run(carry=[".gpu/call2"], timeout_s=170, command="bash dev/device/gpu_check.sh 2 540")
+  run(carry=[".gpu/call3"], timeout_s=150, command="bash dev/device/gpu_check.sh 3 540")
 EOF
 [ "$DRY" = 1 ] || exit 0
 
@@ -69,9 +69,9 @@ for call in call1 call2 call3; do
 done
 cp .gpu/call1/corpus.npz.xz "$DIR/tree/.gpu/call1/"
 timed "dry run: wheels of the same pins for Python $VERSION" \
-    "$PY" scripts/device/bundle.py wheels "$DIR/tree/.gpu" --python-version "$VERSION" >/dev/null
+    "$PY" dev/device/bundle.py wheels "$DIR/tree/.gpu" --python-version "$VERSION" >/dev/null
 timed "dry run: fresh venv" "$PY" -m venv "$DIR/venv"
-"$PY" scripts/device/bundle.py image-site "$DIR/image-site"
+"$PY" dev/device/bundle.py image-site "$DIR/image-site"
 "$DIR/venv/bin/python" -c 'import site, sys; open(site.getsitepackages()[0] + "/gpu_image.pth", "w").write(sys.argv[1] + "\n")' \
     "$DIR/image-site"
 if "$DIR/venv/bin/python" -c 'import spacy' 2>/dev/null; then
@@ -80,9 +80,9 @@ if "$DIR/venv/bin/python" -c 'import spacy' 2>/dev/null; then
 fi
 for call in 1 2 3; do
     (cd "$DIR/tree" && PATH="$DIR/venv/bin:$PATH" PYTHON="$DIR/venv/bin/python" OUT="$DIR/out/call$call" \
-        timed "dry run: call $call" bash scripts/device/gpu_check.sh "$call" 540 --dry-run)
+        timed "dry run: call $call" bash dev/device/gpu_check.sh "$call" 540 --dry-run)
 done
-timed "dry run: join the model parts" "$PY" scripts/device/parts.py verify "$DIR/out/call1/model.manifest.json" \
+timed "dry run: join the model parts" "$PY" dev/device/parts.py verify "$DIR/out/call1/model.manifest.json" \
     "$DIR/tree/.gpu/work/call1/run/model" "$DIR/verify"
 "$PY" - "$DIR/out" <<'PY'
 import json, sys

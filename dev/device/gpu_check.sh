@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The GPU checks, on a machine with a CUDA device, torch and numpy but no network and no spaCy,
-# from the repository root with what scripts/device/bundle.sh carried under .gpu/:
+# from the repository root with what dev/device/bundle.sh carried under .gpu/:
 #
-#   bash scripts/device/gpu_check.sh CALL [TOTAL_SECONDS] [--dry-run]
+#   bash dev/device/gpu_check.sh CALL [TOTAL_SECONDS] [--dry-run]
 #
 # CALL 1: install the biLM + trainer wheels; the torch-only GPU tests (tests/test_gpu_bilm.py);
-#         a pretraining stint on the pre-tokenised corpus (scripts/device/stint.cfg: warm start
+#         a pretraining stint on the pre-tokenised corpus (dev/device/stint.cfg: warm start
 #         from en_elmo_small, cuDNN's LSTM(proj_size), no clipping); the trained model back as
-#         float16 parts (scripts/device/parts.py).
+#         float16 parts (dev/device/parts.py).
 # CALL 2: install the spaCy stack but spaCy itself; biLM inference tokens/s (float32, bfloat16)
 #         and parity with CPU for en_elmo_small and a random original-size biLM.
 # CALL 3: install spaCy beside call 2's packages (made just before: the machine keeps .gpu/site
 #         while it is warm); the spaCy GPU tests (tests/test_gpu_pipeline.py).
 # TOTAL_SECONDS (default 540) is the time of all three calls; this call takes its share
 # (64 / 20 / 16 %). Every step prints its time; a failed or timed-out step is recorded and the
-# next one runs; the last step writes report.json, report.md and logs.txt (scripts/device/report.py)
+# next one runs; the last step writes report.json, report.md and logs.txt (dev/device/report.py)
 # into $OUT (default .gpu/out/callN), with the model parts after call 1: at most 8 files.
 # --dry-run: on CPU (DEVICE=cpu), a 1-minute stint on 1 thread, few inference sentences, and
 # the stint stops on time (no final held-out evaluation).
@@ -77,31 +77,31 @@ step() {
     return 0
 }
 
-step env 30 "$PY" scripts/device/steps.py env "$STEPS/env.json"
+step env 30 "$PY" dev/device/steps.py env "$STEPS/env.json"
 case $CALL in
 1)
-    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" h5py confection torch numpy
+    step install 90 bash dev/device/install_wheels.sh "$CARRY" "$SITE" h5py confection torch numpy
     step tests_bilm 150 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_bilm.py --junitxml "$STEPS/tests_bilm.xml"
     STINT=$(($(left) - 40))
     EXTRA=()
     if [ "$DRY" = 1 ]; then STINT=60; EXTRA=(--no-final-eval --probe-steps 2 --tokens-per-batch 2000); fi
-    step stint $((STINT + 150)) "$PY" scripts/device/steps.py stint "$STEPS/stint.json" --pack "$CARRY/corpus.npz.xz" \
-        --run "$WORK/run" --config scripts/device/stint.cfg --device "$DEVICE" --seconds "$STINT" \
+    step stint $((STINT + 150)) "$PY" dev/device/steps.py stint "$STEPS/stint.json" --pack "$CARRY/corpus.npz.xz" \
+        --run "$WORK/run" --config dev/device/stint.cfg --device "$DEVICE" --seconds "$STINT" \
         --threads "$THREADS" "${EXTRA[@]}"
-    step parts 60 "$PY" scripts/device/parts.py split "$WORK/run/model" "$OUT" --max-mib 16 --max-files 5
+    step parts 60 "$PY" dev/device/parts.py split "$WORK/run/model" "$OUT" --max-mib 16 --max-files 5
     ;;
 2)
-    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" h5py confection thinc blis srsly
+    step install 90 bash dev/device/install_wheels.sh "$CARRY" "$SITE" h5py confection thinc blis srsly
     SMALL=()
     [ "$DRY" = 1 ] && SMALL=(--small)
-    step infer $(($(left) - 15)) "$PY" scripts/device/steps.py infer "$STEPS/infer.json" --device "$DEVICE" \
+    step infer $(($(left) - 15)) "$PY" dev/device/steps.py infer "$STEPS/infer.json" --device "$DEVICE" \
         --seconds $(($(left) - 45)) "${SMALL[@]}"
     ;;
 3)
-    step install 90 bash scripts/device/install_wheels.sh "$CARRY" "$SITE" spacy thinc h5py
+    step install 90 bash dev/device/install_wheels.sh "$CARRY" "$SITE" spacy thinc h5py
     step tests_pipeline $(($(left) - 10)) "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_pipeline.py \
         --junitxml "$STEPS/tests_pipeline.xml"
     ;;
 esac
-"$PY" scripts/device/report.py "$STEPS" "$OUT" "$CALL"
+"$PY" dev/device/report.py "$STEPS" "$OUT" "$CALL"
 echo "[gpu_check] call $CALL done in $(($(date +%s) - START)) s of $BUDGET s; back in $OUT: $(ls "$OUT" | tr '\n' ' ')"

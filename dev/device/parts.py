@@ -1,8 +1,8 @@
 """A pretrained model directory as a few files of at most 16 MiB, weights in float16, and back.
 
-    python scripts/device/parts.py split MODEL_DIR OUT_DIR [--max-mib 16] [--max-files 6]
-    python scripts/device/parts.py join OUT_DIR/model.manifest.json DEST_DIR
-    python scripts/device/parts.py verify OUT_DIR/model.manifest.json MODEL_DIR WORK_DIR
+    python dev/device/parts.py split MODEL_DIR OUT_DIR [--max-mib 16] [--max-files 6]
+    python dev/device/parts.py join OUT_DIR/model.manifest.json DEST_DIR
+    python dev/device/parts.py verify OUT_DIR/model.manifest.json MODEL_DIR WORK_DIR
 
 ``split`` reads options.json, vocab.txt, meta.json and every dataset and attribute of
 weights.hdf5 and lm_head.hdf5 (no optimizer state: a model directory holds none), stores the
