@@ -34,8 +34,8 @@ class ElmoEmbedder:
     ``elmo_bilm`` is the :class:`~.elmo.ElmoBiLm` (its biLM: ``elmo_bilm.bilm``).
     """
 
-    def __init__(self, options_file: PathLike = DEFAULT_OPTIONS_FILE, weight_file: Optional[PathLike] = DEFAULT_WEIGHT_FILE,
-                 cuda_device: int = -1) -> None:
+    def __init__(self, options_file: PathLike = DEFAULT_OPTIONS_FILE,
+                 weight_file: Optional[PathLike] = DEFAULT_WEIGHT_FILE, cuda_device: int = -1) -> None:
         self.elmo_bilm = ElmoBiLm(options_file, weight_file)
         if cuda_device >= 0:
             self.elmo_bilm = self.elmo_bilm.cuda(device=cuda_device)

@@ -109,7 +109,8 @@ class ElmoEmbedder:
         embeddings, mask = self.batch_to_embeddings(batch)
         for i in range(len(batch)):
             length = int(mask[i, :].sum())
-            out.append(numpy.zeros((3, 0, 1024)) if length == 0 else embeddings[i, :, :length, :].detach().cpu().numpy())
+            empty = length == 0
+            out.append(numpy.zeros((3, 0, 1024)) if empty else embeddings[i, :, :length, :].detach().cpu().numpy())
         return out
 
     def embed_sentences(self, sentences, batch_size=64):
