@@ -4,7 +4,7 @@ LSTM language models, with the weights of bilm-tf / AllenNLP.
 Outputs follow AllenNLP's ``_ElmoBiLm``: layer 0 is the char-CNN token vector duplicated
 ``[x; x]``; layer l = 1..L is LSTM layer l's output ``[forward; backward]`` (after the residual
 add when ``use_skip_connections``). ``<S>`` / ``</S>`` are added around every sentence for the
-LSTMs and removed from the outputs.
+LSTMs and removed from the outputs (kept with ``forward(..., sentence_boundaries=True)``).
 
 The model owns its token indexer (:attr:`BiLM.indexer`, :mod:`.indexer`): bilm-tf's byte ids, or
 the learned character (and word) vocabulary of a converted ELMoForManyLangs model, whose
@@ -34,7 +34,8 @@ from .weights import from_state_dict, read_vocab, read_weights, to_state_dict, w
 
 class BiLMOutput(NamedTuple):
     """layers: float32 (num_layers + 1, batch, max_len, 2 * projection_dim), zero at padding;
-    mask: bool (batch, max_len), True at real tokens."""
+    mask: bool (batch, max_len), True at real tokens. With ``sentence_boundaries=True`` (see
+    :meth:`BiLM.forward_indexed`) both have max_len + 2 positions and include ``<S>`` / ``</S>``."""
 
     layers: torch.Tensor
     mask: torch.Tensor
@@ -236,7 +237,7 @@ class BiLM(nn.Module):
         return self.embed_tokens(ids)
 
     def forward(self, char_ids: Optional[torch.Tensor] = None, *, token_vectors: Optional[torch.Tensor] = None,
-                mask: Optional[torch.Tensor] = None) -> BiLMOutput:
+                mask: Optional[torch.Tensor] = None, sentence_boundaries: bool = False) -> BiLMOutput:
         """Run the biLM on a batch.
 
         Either ``char_ids`` (batch, max_len, width) int64 from :func:`~.chars.batch_to_ids` (width
@@ -244,7 +245,9 @@ class BiLM(nn.Module):
         token goes through the char CNN once), or precomputed
         char-CNN vectors ``token_vectors`` (batch, max_len, projection_dim) float32 with ``mask``
         (batch, max_len) bool. Padding must come after a sentence's tokens. Returns
-        :class:`BiLMOutput`. Raises ValueError for bad shapes or non-trailing padding.
+        :class:`BiLMOutput`; with ``sentence_boundaries=True`` it also holds the outputs at the
+        ``<S>`` / ``</S>`` positions (see :meth:`forward_indexed`). Raises ValueError for bad
+        shapes or non-trailing padding.
         """
         if (char_ids is None) == (token_vectors is None):
             raise ElmoInputError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
@@ -270,10 +273,10 @@ class BiLM(nn.Module):
             table = token_vectors[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=token_vectors.device)
             index[mask] = torch.arange(table.shape[0], device=index.device)
-        return self.forward_indexed(table, index)
+        return self.forward_indexed(table, index, sentence_boundaries=sentence_boundaries)
 
     def forward_indexed(self, table: torch.Tensor, index: torch.Tensor, stateless: bool = False,
-                        boundary: Optional[torch.Tensor] = None) -> BiLMOutput:
+                        boundary: Optional[torch.Tensor] = None, sentence_boundaries: bool = False) -> BiLMOutput:
         """Run the biLM on de-duplicated token vectors.
 
         table: (U, projection_dim) float32 char-CNN vectors of the distinct tokens (e.g. from
@@ -281,6 +284,11 @@ class BiLM(nn.Module):
         for token t of sentence b, -1 for padding (after the tokens). ``stateless=True`` ignores
         and keeps the stored state even in stateful mode. ``boundary``: optional precomputed
         :meth:`boundary_vectors` (saves two char-CNN rows per call). Returns :class:`BiLMOutput`.
+
+        ``sentence_boundaries=True`` keeps the positions of the boundaries the LSTMs read (as
+        AllenNLP's ``_ElmoBiLm`` does): layers (L + 1, batch, max_len + 2, 2P) and mask (batch,
+        max_len + 2), row b being ``<S>`` w_1 .. w_n ``</S>`` then zeros (an empty sentence is
+        ``<S>`` ``</S>``); layer 0 there is the boundary's char-CNN vector ``[x; x]``.
         """
         if index.dim() != 2:
             raise ElmoInputError(f"index must be (batch, max_len), got {tuple(index.shape)}")
@@ -297,6 +305,7 @@ class BiLM(nn.Module):
         lens = lengths.cpu().numpy() + 2
         pk = pack(lens)
         flat_index = index.reshape(-1).cpu().numpy()
+        width = T + 2 if sentence_boundaries else T  # output positions per row
         dest, inputs_idx = [], []
         for d in range(2):
             pos = pk.positions(d)  # position in <S> w_1 .. w_n </S>
@@ -305,8 +314,9 @@ class BiLM(nn.Module):
             src = numpy.where(pos == 0, 0, 1)
             src[inner] = 2 + flat_index[pk.row[inner] * T + word[inner]]
             inputs_idx.append(src)
-            sel = numpy.nonzero(inner)[0]
-            dest.append((torch.from_numpy(sel), torch.from_numpy(pk.row[sel] * T + word[sel])))
+            sel = numpy.arange(len(pos)) if sentence_boundaries else numpy.nonzero(inner)[0]
+            col = pos[sel] if sentence_boundaries else word[sel]
+            dest.append((torch.from_numpy(sel), torch.from_numpy(pk.row[sel] * width + col)))
         device = table.device
         inputs = full[torch.from_numpy(numpy.stack(inputs_idx)).to(device)]  # (2, N, P)
         use_state = self.stateful and not stateless
@@ -316,14 +326,17 @@ class BiLM(nn.Module):
         if use_state:
             self._store_state(h, c, order)
 
-        layers = table.new_zeros(L + 1, B * T, 2 * P)
-        tok = full[2 + index[mask]]
-        mflat = mask.reshape(-1)
-        layers[0, mflat, :P] = tok
-        layers[0, mflat, P:] = tok
+        layers = table.new_zeros(L + 1, B * width, 2 * P)
+        if sentence_boundaries:  # the forward LM reads every position once, boundaries included
+            mask = torch.arange(width, device=index.device) < (lengths + 2)[:, None]
+            rows, tok = dest[0][1].to(device), inputs[0]
+        else:
+            rows, tok = mask.reshape(-1), full[2 + index[mask]]
+        layers[0, rows, :P] = tok
+        layers[0, rows, P:] = tok
         for d, (sel, dst) in enumerate(dest):
             layers[1:, dst.to(device), d * P:(d + 1) * P] = hidden[:, d, sel.to(device)]
-        return BiLMOutput(layers.view(L + 1, B, T, 2 * P), mask)
+        return BiLMOutput(layers.view(L + 1, B, width, 2 * P), mask)
 
     def _initial_state(self, B: int, order: torch.Tensor):
         h, c = self.lstm.zero_state(B)
