@@ -35,7 +35,7 @@ DIGEST_SUFFIX = ".sha256"
 _DIGEST_MAX_BYTES = 256
 
 
-class UnsafeEntry(Exception):
+class _UnsafeEntry(Exception):
     """A cache entry that must not be loaded; ``repairable``: its folder passed the checks, so the
     entry can be rebuilt in place."""
 
@@ -78,19 +78,19 @@ def ensure_private_dir(path: Path) -> bool:
 
 
 def _open_checked(name: str, dir_fd: int, what: str) -> int:
-    """An fd of the regular file ``name`` in the folder ``dir_fd``, checked; UnsafeEntry otherwise
+    """An fd of the regular file ``name`` in the folder ``dir_fd``, checked; _UnsafeEntry otherwise
     (FileNotFoundError where it does not exist)."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except FileNotFoundError:
         raise
     except OSError as err:  # ELOOP: a symlink
-        raise UnsafeEntry(f"{what} cannot be opened safely ({err.strerror})", repairable=True) from None
+        raise _UnsafeEntry(f"{what} cannot be opened safely ({err.strerror})", repairable=True) from None
     st = os.fstat(fd)
     reason = "is not a regular file" if not stat.S_ISREG(st.st_mode) else _problem(st, what)
     if reason:
         os.close(fd)
-        raise UnsafeEntry(reason if reason.startswith(what) else f"{what} {reason}", repairable=True)
+        raise _UnsafeEntry(reason if reason.startswith(what) else f"{what} {reason}", repairable=True)
     return fd
 
 
@@ -106,7 +106,7 @@ def _recorded_digest(name: str, dir_fd: int) -> str:
     try:
         fd = _open_checked(name + DIGEST_SUFFIX, dir_fd, "the digest file")
     except FileNotFoundError:
-        raise UnsafeEntry("no recorded sha256 beside it", repairable=True) from None
+        raise _UnsafeEntry("no recorded sha256 beside it", repairable=True) from None
     try:
         return (os.pread(fd, _DIGEST_MAX_BYTES, 0).decode("ascii", "replace").split() or [""])[0]
     finally:
@@ -115,25 +115,25 @@ def _recorded_digest(name: str, dir_fd: int) -> str:
 
 def verified_fd(folder: Path, name: str) -> Optional[int]:
     """An open fd of ``folder/name`` after every check of the module docstring passed; None where the
-    folder or the library does not exist; :class:`UnsafeEntry` where a check fails. The caller
+    folder or the library does not exist; :class:`_UnsafeEntry` where a check fails. The caller
     closes the fd."""
     try:
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
     except OSError as err:
-        raise UnsafeEntry(f"the folder cannot be opened safely ({err.strerror})", repairable=False) from None
+        raise _UnsafeEntry(f"the folder cannot be opened safely ({err.strerror})", repairable=False) from None
     try:
         reason = _problem(os.fstat(dir_fd), "the folder")
         if reason:
-            raise UnsafeEntry(reason, repairable=False)
+            raise _UnsafeEntry(reason, repairable=False)
         try:
             fd = _open_checked(name, dir_fd, "the library")
         except FileNotFoundError:
             return None
         try:
             if _fd_sha256(fd) != _recorded_digest(name, dir_fd):
-                raise UnsafeEntry("its sha256 differs from the recorded one (truncated or altered)", repairable=True)
+                raise _UnsafeEntry("its sha256 differs from the recorded one (truncated or altered)", repairable=True)
         except BaseException:
             os.close(fd)
             raise
@@ -178,7 +178,7 @@ def _build_and_load(folder: Path, name: str, build: Callable[[Path], Path], load
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build per entry at a time; released on exit or kill
         try:
             fd = verified_fd(folder, name)  # another process may have built it meanwhile
-        except UnsafeEntry:
+        except _UnsafeEntry:
             fd = None
         if fd is None:
             scratch = Path(tempfile.mkdtemp(prefix="build-", dir=folder))
@@ -201,7 +201,7 @@ def load(folder: Path, name: str, build: Callable[[Path], Path], loader: Callabl
     entry that is refused; errors of ``build`` and ``loader`` propagate."""
     try:
         fd = verified_fd(folder, name)
-    except UnsafeEntry as err:
+    except _UnsafeEntry as err:
         warnings.warn(f"not loading the cached native library {folder / name}: {err}; building it again "
                       "(a cache folder must be yours and not writable by group or others)")
         fd, private = None, err.repairable

@@ -2,7 +2,7 @@
 layer, (a) syntax (UPOS) and (b) word sense (WiC), with the per-layer values of Peters et al.
 (2018, Tables 5-6) marked; (c) the learned layer weights s_j of every listener of each trained
 pipeline, against the uniform mix."""
-from .views import view_names
+from .views import model_label, view_names
 
 SENSE = [("wic_cosine", "WiC: cosine, threshold tuned on train", "tab:orange", "o"),
          ("wic_lr", "WiC: logistic regression on [u*v, |u-v|]", "tab:red", "s")]
@@ -107,7 +107,6 @@ def plot_probe(result: dict, path) -> None:
     _syntax(fig.add_subplot(grid[0, 0]), result)
     _sense(fig.add_subplot(grid[1, 0]), result)
     _mixes(fig.add_subplot(grid[:, 1]), result)
-    from .report import model_label
 
     name = model_label(result["model"])
     fig.suptitle(f"What each biLM layer knows: {name} ({result['model']['num_layers']} biLSTM layers, "

@@ -3,7 +3,7 @@ import json
 from pathlib import Path
 from typing import Dict, List
 
-from .views import view_label, view_names
+from .views import model_label, view_label, view_names
 
 
 def _layer_views(result: dict) -> List[str]:
@@ -88,13 +88,6 @@ def _mix_table(result: dict) -> List[str]:
             weights = " | ".join(f"{w:.3f}" for w in mix["weights"])
             lines.append(f"| {pipe} | {comp} | {weights} | {mix['gamma']:.3f} |")
     return lines
-
-
-def model_label(m: dict) -> str:
-    """The probed model as the report and the figure name it: its name (or its two files) and,
-    where recorded, the tokens its lineage saw (which release of a model it was)."""
-    name = m["model"] or f"{m['options_path']} + {m['weights_path']}"
-    return name + (f", {m['lineage_tokens'] / 1e6:.1f}M tokens seen" if m.get("lineage_tokens") else "")
 
 
 def markdown(result: dict) -> str:

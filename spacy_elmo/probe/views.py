@@ -36,3 +36,10 @@ def top_view(keys) -> str:
 def view_label(view: str) -> str:
     """Human label of a view key: "layer_0" -> "layer 0", "average" -> "average"."""
     return view.replace("_", " ")
+
+
+def model_label(m: dict) -> str:
+    """The probed model as the report and the figure name it: its name (or its two files) and,
+    where recorded, the tokens its lineage saw (which release of a model it was)."""
+    name = m["model"] or f"{m['options_path']} + {m['weights_path']}"
+    return name + (f", {m['lineage_tokens'] / 1e6:.1f}M tokens seen" if m.get("lineage_tokens") else "")
