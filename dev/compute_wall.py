@@ -13,7 +13,12 @@ that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 core
 11.2M tokens in 71 minutes including its evaluations). Then, over all candidates, the
 least-squares slope of WiC dev accuracy against log2(tokens) (points per doubling of tokens) with
 its 95% interval (Student t, n - 2 degrees of freedom), for the top layer and the layer average.
-Left panel: perplexity (log-log), fits dashed, the target dotted. Right panel: WiC dev with 95%
+Then the data wall, per released stretch (:func:`stretches`): passes over the training corpus at
+its end (``train_tokens_per_pass``), its held-out perplexity change per 10M tokens, the
+train / held-out perplexity ratio where measured (``dev/train_heldout_gap.py``), and whether the
+stop rule of dev/RELEASING.md (:func:`stop_rule`) has fired.
+Left panel: perplexity (log-log), fits dashed, the target dotted, each full pass over the
+corpus a thin vertical line. Right panel: WiC dev with 95%
 binomial intervals (638 pairs), train-CV where measured (hollow), the target 57.0, and the
 published ELMo (57.7) and random-weight biLM (53.8) on WiC test for reference.
 """
@@ -120,6 +125,60 @@ def report(record, tokens_per_second: float) -> list:
     return lines
 
 
+STOP_GAIN_PER_20M, STOP_STRETCHES, STOP_RATIO = 0.01, 3, 0.90
+
+
+def stretches(record) -> list:
+    """The released candidates in token order, each after the first as a stretch: dicts of
+    ``run``, ``tokens`` (lineage, at its end), ``passes`` (tokens / train_tokens_per_pass),
+    ``perplexity``, ``gain_per_10m`` (fractional held-out perplexity drop per 10M tokens of the
+    stretch, compounded: 1 - (ppl / ppl_before) ** (1e7 / tokens_in_stretch); None for the first)
+    and ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None)."""
+    per_pass = record.get("train_tokens_per_pass")
+    released = sorted((c for c in record["candidates"] if c.get("released")), key=lambda c: c["tokens"])
+    out = []
+    for i, c in enumerate(released):
+        gain = None
+        if i:
+            before = released[i - 1]
+            gain = 1 - (c["perplexity"] / before["perplexity"]) ** (1e7 / (c["tokens"] - before["tokens"]))
+        ratios = [x["train_heldout_ratio"] for x in record["candidates"]
+                  if x.get("train_heldout_ratio") and x["tokens"] <= c["tokens"]]
+        out.append({"run": c["run"], "tokens": c["tokens"], "passes": c["tokens"] / per_pass if per_pass else None,
+                    "perplexity": c["perplexity"], "gain_per_10m": gain, "ratio": min(ratios) if ratios else None})
+    return out
+
+
+def stop_rule(rows) -> tuple:
+    """(fired, reason) of dev/RELEASING.md's rule: the last STOP_STRETCHES stretches each gained
+    less than STOP_GAIN_PER_20M held-out perplexity per 20M tokens, or a train / held-out ratio
+    fell below STOP_RATIO (memorising: the model scores its seen text much better than new text)."""
+    gains = [r["gain_per_10m"] for r in rows if r["gain_per_10m"] is not None]
+    per_20m = [1 - (1 - g) ** 2 for g in gains]
+    if len(per_20m) >= STOP_STRETCHES and all(g < STOP_GAIN_PER_20M for g in per_20m[-STOP_STRETCHES:]):
+        return True, f"the last {STOP_STRETCHES} stretches each gained < {STOP_GAIN_PER_20M:.0%} per 20M tokens"
+    low = [r["ratio"] for r in rows if r["ratio"] is not None and r["ratio"] < STOP_RATIO]
+    if low:
+        return True, f"train / held-out perplexity ratio {min(low):.3f} < {STOP_RATIO}"
+    last = f"{per_20m[-1]:.1%} per 20M tokens in the last stretch" if per_20m else "no stretch yet"
+    return False, f"not fired ({last})"
+
+
+def wall_lines(record) -> list:
+    """The printed data-wall lines: one per release, then the stop rule's verdict."""
+    rows = stretches(record)
+    lines = []
+    for r in rows:
+        gain = f", {r['gain_per_10m']:.1%} perplexity drop per 10M tokens" if r["gain_per_10m"] is not None else ""
+        ratio = f", train/held-out ratio {r['ratio']:.3f}" if r["ratio"] is not None else ""
+        passes = f", {r['passes']:.2f} passes" if r["passes"] is not None else ""
+        lines.append(f"release run {r['run']}: {r['tokens'] / 1e6:.1f}M tokens{passes}, perplexity "
+                     f"{r['perplexity']:.2f}{gain}{ratio}")
+    fired, reason = stop_rule(rows)
+    lines.append(f"stop rule: fired: {reason}" if fired else f"stop rule: {reason}")
+    return lines
+
+
 def _plain_ticks(axis, values) -> None:
     """Plain numbers as the ticks of a log axis (no 10^x labels)."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
@@ -157,6 +216,11 @@ def _plot_perplexity(ax, record) -> None:
             ax.plot(grid / 1e6, numpy.exp(fit[0] + fit[1] * numpy.log(grid)), "--", color=f"C{k}", lw=1,
                     label=f"fit: tokens^{fit[1]:.2f}")
     ax.axhline(TARGET_PPL, color="grey", ls=":", label="target 50")
+    per_pass = record.get("train_tokens_per_pass")
+    if per_pass:
+        top = max(c["tokens"] for c in record["candidates"])
+        for k in range(1, int(top // per_pass) + 1):
+            ax.axvline(k * per_pass / 1e6, color="grey", lw=0.5, label="passes over the corpus" if k == 1 else None)
     ax.set_xscale("log"), ax.set_yscale("log")
     _plain_ticks(ax.xaxis, [30, 40, 50, 60, 80, 100, 150])
     _plain_ticks(ax.yaxis, [50, 55, 60, 65, 70, 75, 80])
@@ -196,7 +260,7 @@ def main(argv=None):
         record = load_record(args.record)
     except (OSError, ValueError) as err:  # json.JSONDecodeError is a ValueError
         sys.exit(f"compute_wall.py: {err}")
-    for line in report(record, args.tokens_per_second):
+    for line in report(record, args.tokens_per_second) + wall_lines(record):
         print(line)
     plot(record, args.out)
     print(args.out)

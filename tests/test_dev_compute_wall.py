@@ -91,3 +91,36 @@ def test_report_extrapolates_wic_only_where_the_trend_is_clear():
     top, mean = _wall().report({"candidates": cands}, 2600.0)[-2:]
     assert top.startswith("WiC dev, top layer: +0.50") and "57.0 at 160M tokens" in top
     assert mean.startswith("WiC dev, layer average: +0.20") and "no trend (the interval holds 0)" in mean
+
+
+def _released(*points):
+    return {"train_tokens_per_pass": 10_000_000, "candidates": [
+        {"run": i, "lineage": ["a"], "tokens": t, "perplexity": p, "wic_dev": {}, "released": True}
+        for i, (t, p) in enumerate(points)]}
+
+
+def test_stretches_give_passes_and_compounded_gain_per_10m():
+    wall = _wall()
+    rows = wall.stretches(_released((10e6, 100.0), (30e6, 81.0)))
+    assert rows[0]["gain_per_10m"] is None and rows[1]["passes"] == pytest.approx(3.0)
+    assert rows[1]["gain_per_10m"] == pytest.approx(0.1)  # 100 -> 90 -> 81 over two 10M steps
+
+
+def test_stop_rule_fires_on_three_small_stretches_or_a_memorising_gap():
+    wall = _wall()
+    small = [(10e6, 100.0), (30e6, 99.5), (50e6, 99.0), (70e6, 98.5)]  # ~0.5% per 20M each
+    assert wall.stop_rule(wall.stretches(_released(*small)))[0]
+    assert not wall.stop_rule(wall.stretches(_released(*small[:3])))[0]  # only two stretches so far
+    record = _released((10e6, 100.0), (30e6, 80.0))
+    assert not wall.stop_rule(wall.stretches(record))[0]
+    record["candidates"][1]["train_heldout_ratio"] = 0.85
+    fired, reason = wall.stop_rule(wall.stretches(record))
+    assert fired and "0.850" in reason
+
+
+def test_the_record_gives_the_shipped_lineage_its_passes():
+    wall = _wall()
+    record = wall.load_record(str(REPO / "dev" / "default_model_candidates.json"))
+    rows = wall.stretches(record)
+    assert [r["run"] for r in rows] == [1, 7, 8]
+    assert rows[-1]["passes"] == pytest.approx(135983076 / 29808129)
