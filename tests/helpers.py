@@ -5,6 +5,8 @@
 - :func:`elmo_config`: ``[components.elmo]`` settings (biLM settings in the
   ``spacy_elmo.ElmoBiLM.v1`` model section).
 - :func:`load_script`: import a script of the repository (``dev/``, ``scripts/``) by its path.
+- :func:`run_group`: run a command in its own process group, killing the whole group (forked
+  workers too) when it outlives its timeout, so a hang fails the test instead of the suite.
 - :func:`shared_dir` / :func:`reference_dir`: the development data folder (``$SPACY_ELMO_SHARED``,
   else ``../shared`` beside the repository); the package itself never looks for it.
 """
@@ -110,6 +112,24 @@ def load_script(relative_path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_group(args: Sequence[str], timeout: float, **kwargs):
+    """Run ``args`` (stdout and stderr together, text) in a new session. Returns
+    ``(returncode, output)``, with returncode None when it ran past ``timeout`` seconds: then
+    every process of its group (its forked children too) is killed with SIGKILL."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, **kwargs)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out
 
 
 def tiny_corpus_overrides(run_dir, sentences: int = 60) -> dict:

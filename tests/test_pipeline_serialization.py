@@ -2,6 +2,7 @@
 import os
 import pickle
 import shutil
+import sys
 
 import numpy
 import pytest
@@ -12,7 +13,7 @@ from spacy.training import Example
 from spacy_elmo.pipeline import learned_mixes
 from spacy_elmo.pipeline.data_classes import as_elmo_data
 
-from helpers import elmo_config
+from helpers import REPO, elmo_config, run_group
 
 TAGGER = {"model": {"@architectures": "spacy.Tagger.v2",
                     "tok2vec": {"@architectures": "spacy_elmo.ElmoListener.v1", "width": 16}}}
@@ -88,9 +89,50 @@ def test_pickle(trained):
 
 def test_multiprocessing_equals_serial(trained):
     serial = list(trained.pipe(TEXTS * 3))
-    parallel = list(trained.pipe(TEXTS * 3, n_process=2, batch_size=2))
+    parallel = list(trained.pipe(TEXTS * 3, n_process=2, batch_size=1))
     for a, b in zip(serial, parallel):
         numpy.testing.assert_allclose(a._.elmo.layers, b._.elmo.layers, atol=1e-5)
         assert [t.tag_ for t in a] == [t.tag_ for t in b]
 
 
+
+
+# spaCy's nlp.pipe(n_process=2) over an iterator that raises after 8 texts, without and with elmo:
+# what was raised and how many Docs came before. 150-token texts: a Doc's bytes are 18 KB without
+# elmo; its layers (150 x 3 x 64 float32, 115 KB) do not fit the 64 KiB result pipe.
+RAISING_INPUT = """
+import sys, spacy
+sys.path.insert(0, "tests")
+from helpers import elmo_config
+
+def texts():
+    for i in range(8):
+        yield " ".join(["the river bank"] * 50)
+    raise RuntimeError("the input broke")
+
+def outcome(nlp):
+    n = 0
+    try:
+        for _ in nlp.pipe(texts(), n_process=2, batch_size=1):
+            n += 1
+    except RuntimeError as err:
+        return f"{err} after {n} docs"
+    return f"no error after {n} docs"
+
+nlp = spacy.blank("en")
+print("blank:", outcome(nlp), flush=True)
+nlp.add_pipe("elmo", config=elmo_config(sys.argv[1:3]))
+nlp("Warm up in the parent.")
+print("elmo:", outcome(nlp), flush=True)
+"""
+
+
+def test_n_process_raises_when_the_input_raises(tiny_model):
+    """The parent's error reaches the caller as it does without elmo: workers forked by spaCy do
+    not keep the result pipes open (they did, and a worker blocked for ever sending large layers)."""
+    code, out = run_group([sys.executable, "-c", RAISING_INPUT, tiny_model.options_path, tiny_model.weights_path],
+                          timeout=180, cwd=REPO)
+    assert code == 0, f"hung or failed (returncode {code}):\n{out[-3000:]}"
+    lines = [line for line in out.splitlines() if line.startswith(("blank:", "elmo:"))]
+    assert lines[0] == "blank: the input broke after 6 docs"
+    assert lines[1] == "elmo: the input broke after 6 docs"
