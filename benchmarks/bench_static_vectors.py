@@ -381,7 +381,41 @@ def parse_args(argv=None):
     ap.add_argument("--workdir", default=os.path.join(os.path.expanduser("~"), ".cache", "spacy_elmo_bench_static"))
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "results", "static_vectors.json"))
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--plot-from", metavar="JSON", help="only draw --plot from a record this script wrote")
+    ap.add_argument("--plot", default=os.path.join(REPO, "docs", "img", "static_vectors.png"))
+    ap.add_argument("--probe", default=os.path.join(REPO, "docs", "probe", "probe.json"),
+                    help="the probe's record (python -m spacy_elmo probe): per-layer contextuality")
     return ap.parse_args(argv)
+
+
+def plot(record: dict, probe: dict, path: str) -> None:
+    """Two panels: the probe's anisotropy and self-similarity per view, and the distilled
+    vectors' Spearman rho per view with word2vec's as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["layer_0", "layer_1", "layer_2", "average"]
+    ctx = probe["contextuality"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    x = numpy.arange(len(names))
+    for i, (key, label) in enumerate((("anisotropy", "anisotropy"), ("self_similarity", "self-similarity"),
+                                      ("self_similarity_adjusted", "self-similarity - anisotropy"))):
+        a.bar(x + (i - 1) * 0.27, [ctx[n][key] for n in names], 0.27, label=label)
+    a.set_xticks(x, names)
+    a.set_title("contextuality (probe, EWT dev)")
+    a.legend(fontsize=8)
+    systems = record["similarity"]["systems"]
+    for i, (key, label, colour) in enumerate((("simlex999", "SimLex-999", "C0"), ("wordsim353", "WS-353", "C1"))):
+        b.bar(x + (i - 0.5) * 0.4, [systems[n][key]["spearman"] for n in names], 0.4, label=label, color=colour)
+        b.axhline(systems["word2vec"][key]["spearman"], color=colour, linestyle="--", linewidth=1,
+                  label=f"word2vec, {label}")
+    b.set_xticks(x, names)
+    b.set_title(f"distilled static vectors, Spearman rho ({record['corpus']['slice']})", fontsize=9)
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def model_record(args, p, d) -> dict:
@@ -409,6 +443,9 @@ def main(argv=None):
     import torch
 
     args = parse_args(argv)
+    if args.plot_from:
+        plot(json.load(open(args.plot_from)), json.load(open(args.probe)), args.plot)
+        return
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(args.threads)
     paths = corpus_files()
@@ -439,6 +476,7 @@ def main(argv=None):
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1, sort_keys=True, default=float)
         f.write("\n")
+    plot(record, json.load(open(args.probe)), args.plot)
     print_summary(record)
 
 
