@@ -242,9 +242,10 @@ def check_comparable(obj, other) -> None:
         return
     source = (f"a table distilled from the biLM of digest {table[0]}, view {table[1]!r}" if table else
               f"the vocabulary's table {name!r}" if name else "the vocabulary's vectors")
+    theirs_text = f"{type(other).__name__} {_short(other.text)!r}"
     raise VectorsNotComparableError(f"cannot compare a contextual vector with a static one: {_describe(obj, mine)} "
-                                    f"against {type(other).__name__} {_short(other.text)!r}, whose vector comes from {source}, "
-                                    "not from the same biLM and view")
+                                    f"against {theirs_text}, whose vector comes from {source}, not from the same "
+                                    "biLM and view")
 
 
 def _norm(v) -> float:
