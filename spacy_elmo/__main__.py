@@ -1,4 +1,5 @@
-"""Command line: ``python -m spacy_elmo {convert,init-config,pretrain,perplexity,probe,download,models,embed}``.
+"""Command line: ``python -m spacy_elmo {convert,init-config,pretrain,perplexity,probe,download,models,embed,
+static-vectors}``.
 
 This module only assembles the typer app: each command's body lives in its feature's ``cli``
 module (``embed``'s in :mod:`spacy_elmo.scale.cli`, the layer above :mod:`spacy_elmo.embed`, since
@@ -16,6 +17,7 @@ from .hub import cli as hub_cli
 from .pretrain import cli as pretrain_cli
 from .probe import cli as probe_cli
 from .scale import cli as scale_cli
+from .static import cli as static_cli
 
 app = typer.Typer(name="spacy_elmo", help="spacy-elmo: ELMo biLMs for spaCy", no_args_is_help=True,
                   add_completion=False, cls=OneLineErrors)
@@ -29,6 +31,7 @@ COMMANDS = (  # (name, body, typer context settings), in the order `--help` list
     ("download", hub_cli.download_cli, None),
     ("models", hub_cli.models_cli, None),
     ("embed", scale_cli.embed_cli, None),
+    ("static-vectors", static_cli.static_vectors_cli, None),
 )
 for _name, _body, _context in COMMANDS:
     app.command(_name, context_settings=_context, cls=PlainHelp)(one_line_errors(_body))

@@ -116,7 +116,7 @@ LAYERS = (
     ("hub",),
     ("layer_spec", "cli_errors"),
     ("pipeline", "embed", "pretrain"),
-    ("probe", "scale", "_extensions_hook"),
+    ("probe", "scale", "static", "_extensions_hook"),
     ("__main__", "__init__"),
 )
 LAYER = {part: level for level, parts in enumerate(LAYERS) for part in parts}

@@ -172,3 +172,92 @@ def test_bank_same_sense_closer_on_the_default_model():
     same = [tok[s][0].similarity(tok[s][1]) for s in ("river", "money")]
     cross = [a.similarity(b) for a, b in itertools.product(tok["river"], tok["money"])]
     assert numpy.mean(same) > numpy.mean(cross), (same, cross)
+
+
+# -- only comparable vectors are compared -----------------------------------------------------
+@pytest.fixture(scope="module")
+def other_model(tmp_path_factory):
+    from helpers import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("other_elmo"), seed=14)
+
+
+def test_vectors_of_two_biLMs_are_not_compared(nlp_top, other_model, files):
+    from spacy_elmo.pipeline.vector_hooks import VectorsNotComparableError
+
+    a, b = nlp_top(TEXTS[0]), make_nlp(other_model, vectors="top")(TEXTS[0])
+    da, db = (d.user_data[SETTING_KEY]["model"]["digest"] for d in (a, b))
+    assert da != db and len(da) == 16
+    for left, right in ((a[2], b[2]), (a[1:3], b[1:3]), (a, b), (a[2], b), (a, b[1:3])):
+        with pytest.raises(VectorsNotComparableError) as err:
+            left.similarity(right)
+        message = str(err.value)
+        assert message.startswith("cannot compare vectors of different biLMs or views: ")
+        assert f"model {files.weights_path!r} (digest {da}), view 'top'" in message
+        assert f"model {other_model.weights_path!r} (digest {db}), view 'top'" in message
+    assert isinstance(err.value, ValueError)
+
+
+def test_vectors_of_two_views_are_not_compared(files):
+    top, layer1 = make_nlp(files, vectors="top")(TEXTS[0]), make_nlp(files, vectors="layer_1")(TEXTS[0])
+    with pytest.raises(ValueError, match=r"view 'top'\) against Token 'river' \(model .*, view 'layer_1'\)"):
+        top[1].similarity(layer1[1])
+
+
+def test_the_same_biLM_loaded_twice_is_comparable(nlp_top, files, tmp_path):
+    again = make_nlp(files, vectors="top")(TEXTS[1])
+    doc = nlp_top(TEXTS[0])
+    assert doc[2].similarity(again[4]) == pytest.approx(cos(doc[2].vector, again[4].vector), rel=1e-5)
+    nlp_top.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p")(TEXTS[1])  # the weights come from bytes now: same digest
+    assert doc.similarity(loaded) == pytest.approx(cos(doc.vector, loaded.vector), rel=1e-5)
+
+
+def test_the_guard_survives_to_bytes(nlp_top, other_model):
+    b = make_nlp(other_model, vectors="top")(TEXTS[0])
+    with pytest.warns(UserWarning, match="W109"):
+        data = b.to_bytes()
+    back = restore_vector_hooks(Doc(b.vocab).from_bytes(data))
+    with pytest.raises(ValueError, match="different biLMs"):
+        back.similarity(nlp_top(TEXTS[0]))
+
+
+def test_a_recorded_view_without_a_model_is_checked_by_view_only(nlp_top, other_model):
+    a, b = nlp_top(TEXTS[0]), make_nlp(other_model, vectors="top")(TEXTS[0])
+    del b.user_data[SETTING_KEY]["model"]  # as a Doc stored before the model was recorded
+    assert a[2].similarity(b[2]) == pytest.approx(cos(a[2].vector, b[2].vector), rel=1e-5)
+
+
+def test_a_changed_weight_changes_the_digest(files):
+    import torch
+
+    nlp = make_nlp(files, vectors="top")
+    before = nlp(TEXTS[0])
+    with torch.no_grad():
+        next(nlp.get_pipe("elmo").bilm.parameters()).add_(0.5)
+    after = nlp(TEXTS[0])
+    with pytest.raises(ValueError, match="different biLMs"):
+        before[2].similarity(after[2])
+
+
+def test_a_distilled_table_of_the_same_biLM_and_view_is_comparable(files, tmp_path):
+    from spacy.training.initialize import load_vectors_into_model
+
+    from spacy_elmo.static import distil_vectors
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The river bank overflowed.\nThe bank river.\n", encoding="utf-8")
+    for view in ("top", "layer_1"):
+        distil_vectors(files.directory, [str(corpus)], str(tmp_path / view), view=view, min_count=1, progress=False)
+    nlp = make_nlp(files, vectors="top")
+    load_vectors_into_model(nlp, str(tmp_path / "top" / "spacy"))
+    doc = nlp(TEXTS[0])
+    static = nlp.vocab["bank"]
+    assert doc[2].similarity(static) == pytest.approx(cos(doc[2].vector, static.vector), rel=1e-5)
+    assert doc[2].similarity(Doc(nlp.vocab, words=["bank"])) == pytest.approx(cos(doc[2].vector, static.vector),
+                                                                              rel=1e-5)
+    load_vectors_into_model(nlp, str(tmp_path / "layer_1" / "spacy"))
+    with pytest.raises(ValueError, match=r"cannot compare a contextual vector with a static one: .* against Lexeme "
+                                         r"'bank', whose vector comes from a table distilled from the biLM of digest "
+                                         r"\w+, view 'layer_1'"):
+        doc[2].similarity(nlp.vocab["bank"])

@@ -72,3 +72,20 @@ def verify(path: Union[str, os.PathLike], shown: Optional[str] = None) -> bool:
             f"{shown or path}: sha256 {got[:16]}... differs from the one recorded in {DIGESTS} ({want[:16]}...): "
             "the file is corrupt or was changed; restore or re-export it", path=path)
     return True
+
+
+
+def parameters_digest(module) -> str:
+    """The first 16 hex digits of a sha256 over a torch module's state (each entry's name, dtype,
+    shape and bytes, in ``state_dict`` order): equal for two loads of the same weights, whatever
+    files or bytes they came from, and different once a weight changes. Used to tell whether two
+    vectors come from the same biLM. Cost: one pass over the parameters (about 1 GB/s)."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in module.state_dict().items():
+        t = tensor.detach().cpu().contiguous().reshape(-1)
+        h.update(f"{name}|{t.dtype}|{tuple(tensor.shape)}|".encode())
+        if t.numel():
+            h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]

@@ -23,7 +23,7 @@ from typing import Iterable, Iterator, List, Set, Tuple
 import h5py
 import numpy
 
-from ..bilm.files import CONFIG_BYTES, read_json
+from ..bilm.files import CONFIG_BYTES, read_json as read_small_json
 
 ATTR = "spacy_elmo"
 
@@ -49,14 +49,14 @@ class Parts:
         self.dir = output + ".parts"
         self.args = args
         manifest = os.path.join(self.dir, "manifest.json")
-        if os.path.isdir(self.dir) and _read_json(manifest) != args:
+        if os.path.isdir(self.dir) and read_json(manifest) != args:
             shutil.rmtree(self.dir)
         os.makedirs(self.dir, exist_ok=True)
         for name in os.listdir(self.dir):
             if name.endswith(".tmp"):
                 os.remove(os.path.join(self.dir, name))
         if not os.path.isfile(manifest):
-            _write_json(manifest, args)
+            write_json(manifest, args)
 
     def _base(self, first: int, last: int) -> str:
         return os.path.join(self.dir, f"part-{first:09d}-{last:09d}")
@@ -67,7 +67,7 @@ class Parts:
         for name in os.listdir(self.dir):
             if name.startswith("part-") and name.endswith(".json"):
                 first, last = (int(x) for x in name[5:-5].split("-"))
-                meta = _read_json(self._base(first, last) + ".json")
+                meta = read_json(self._base(first, last) + ".json")
                 binary = self._base(first, last) + ".bin"
                 if meta and os.path.isfile(binary) and os.path.getsize(binary) == meta.get("bytes"):
                     out.add((first, last))
@@ -84,12 +84,12 @@ class Parts:
                 size += array.nbytes
                 dtype = array.dtype.str
         os.replace(base + ".bin.tmp", base + ".bin")
-        _write_json(base + ".json", {"items": entries, "bytes": size, "dtype": dtype})
+        write_json(base + ".json", {"items": entries, "bytes": size, "dtype": dtype})
 
     def read(self, first: int, last: int) -> Iterator[Tuple[int, str, numpy.ndarray]]:
         """The records of a complete part: (index, text, array) each."""
         base = self._base(first, last)
-        meta = _read_json(base + ".json")
+        meta = read_json(base + ".json")
         data = numpy.fromfile(base + ".bin", dtype=meta["dtype"] or "float32")
         offset = 0
         for index, text, shape in meta["items"]:
@@ -173,14 +173,16 @@ def _dataset(f: h5py.File, name: str, array: numpy.ndarray) -> None:
         dset.write(h5py.h5s.ALL, h5py.h5s.ALL, numpy.ascontiguousarray(array))
 
 
-def _read_json(path: str):
+def read_json(path: str):
+    """The JSON value of a file, or None if it is missing or not JSON."""
     try:
-        return read_json(path, CONFIG_BYTES, "JSON file")
+        return read_small_json(path, CONFIG_BYTES, "JSON file")
     except (OSError, ValueError):
         return None
 
 
-def _write_json(path: str, data) -> None:
+def write_json(path: str, data) -> None:
+    """Write ``data`` as JSON into ``path.tmp``, then rename it to ``path`` (never half-written)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, sort_keys=True)

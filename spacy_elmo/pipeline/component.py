@@ -120,12 +120,29 @@ class ElmoComponent(TrainablePipe):
         self.name = name
         self.cfg = {"store": store, "dtype": dtype, "vectors": vectors}
         self.listener_map: Dict[str, List[ElmoListener]] = {}
+        self._identity = None  # (parameter versions, {"name", "digest"}): see model_identity
         install_extensions()
 
     @property
     def bilm(self):
         """The :class:`spacy_elmo.bilm.BiLM` (torch module), loaded on first access."""
         return get_bilm(bilm_of(self.model))
+
+    def model_identity(self) -> dict:
+        """{"name": the configured model (weights path, or name), "digest": the biLM's
+        :func:`~spacy_elmo.bilm.integrity.parameters_digest`}, recorded with the vector hooks'
+        view so that vectors of different biLMs are never compared. The digest is computed again
+        only when a parameter changed (fine-tuning)."""
+        from ..bilm.integrity import parameters_digest
+        from ..package_data import DEFAULT_MODEL
+
+        bilm = self.bilm
+        key = tuple((p.data_ptr(), p._version) for p in bilm.parameters())
+        if self._identity is None or self._identity[0] != key:
+            src = bilm_of(self.model).attrs["source"]
+            name = src.get("weights_path") or src.get("name") or DEFAULT_MODEL
+            self._identity = (key, {"name": str(name), "digest": parameters_digest(bilm)})
+        return self._identity[1]
 
     def clear_cache(self) -> None:
         """Free the layer cache of frozen training (:mod:`.cache`) and stop it serving prediction,
@@ -196,13 +213,14 @@ class ElmoComponent(TrainablePipe):
         if store == "none":
             return
         spec = parse_layers(store)
+        model = self.model_identity() if view else None
         for doc, arr in zip(docs, layers):
             if view:
                 check_layer(view, arr.shape[0], f"[components.{self.name}]")
             arr = self._stored(spec, arr)
             doc._.elmo = ElmoData(arr.astype(dtype, copy=False), store)
             if view:
-                set_vector_hooks(doc, view, int(arr.shape[2]))
+                set_vector_hooks(doc, view, int(arr.shape[2]), model)
 
     def _stored(self, spec, arr):
         """What ``store`` keeps of one Doc's layers (K, n, dim): all of them, or the spec's view

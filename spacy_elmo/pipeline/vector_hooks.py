@@ -23,6 +23,17 @@ choice of view is stored in ``doc.user_data`` under :data:`SETTING_KEY`, not in 
 spaCy's ``Span.vector_norm`` hook slot calls the ``vector`` hook (spaCy 3.7-3.8,
 ``span.pyx``), so no span ``vector_norm`` hook is installed: spaCy's own ``Span.vector_norm``
 computes the norm from the (hooked) ``Span.vector``.
+
+Only comparable vectors are compared. The setting also records the biLM that made the Doc
+(its name and :func:`spacy_elmo.bilm.integrity.parameters_digest`), and ``similarity`` raises
+:class:`VectorsNotComparableError`, naming both models and views, when the other object's Doc
+was made by another biLM (another digest) or holds another view; or when the other object
+has no contextual vectors (a Lexeme, a Doc without the hooks), unless its vocabulary's table
+was distilled from the same biLM and view (``static-vectors``, :mod:`spacy_elmo.static.writer`):
+a contextual vector is then compared with its word's mean. The guard runs on the hooked side:
+``plain_doc.similarity(elmo_doc)`` is spaCy's own method, which this module does not change.
+A Doc whose setting records no model (written before the model was recorded) is checked by
+its view only.
 """
 import warnings
 from functools import lru_cache, partial
@@ -39,6 +50,12 @@ from .loading import ElmoConfigError
 
 SETTING_KEY = ("spacy_elmo", "vectors", None, None)
 _spec = lru_cache(maxsize=64)(partial(parse, where="vectors ="))
+
+
+class VectorsNotComparableError(ElmoInputError):
+    """``similarity`` between vectors of different biLMs or views, or between a contextual vector
+    and a static one that was not distilled from the same biLM and view. The message names both
+    sides' model and view. Subclasses :class:`ValueError`."""
 
 
 def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Optional[str]:
@@ -66,14 +83,15 @@ def select(layers, view: str):
     return _spec(view).apply(layers)
 
 
-def set_vector_hooks(doc, view: str, width: Optional[int] = None) -> None:
-    """Record ``view`` (and the vector width, read from ``doc._.elmo`` unless given) in
-    ``doc.user_data`` and install the hooks. The vectors come from ``doc._.elmo`` (a Doc without
-    it gets zero vectors and ``has_vector`` False)."""
+def set_vector_hooks(doc, view: str, width: Optional[int] = None, model: Optional[dict] = None) -> None:
+    """Record ``view`` (and the vector width, read from ``doc._.elmo`` unless given, and the biLM
+    ``model``: {"name": str, "digest": str} or None) in ``doc.user_data`` and install the hooks.
+    The vectors come from ``doc._.elmo`` (a Doc without it gets zero vectors and ``has_vector``
+    False)."""
     if width is None:
         data = doc._.elmo
         width = None if data is None else int(data.width)
-    doc.user_data[SETTING_KEY] = {"view": view, "width": width}
+    doc.user_data[SETTING_KEY] = {"view": view, "width": width, "model": dict(model) if model else None}
     _install(doc)
 
 
@@ -170,8 +188,10 @@ def doc_vector_norm(doc) -> float:
 
 def similarity(obj, other) -> float:
     """Cosine of ``obj.vector`` and ``other.vector`` (Token, Span, Doc or Lexeme). 0.0, with
-    spaCy's warning W008, when either has no vector (as spaCy does); ValueError when the two
-    vectors have different widths (e.g. a static vector)."""
+    spaCy's warning W008, when either has no vector (as spaCy does). Raises
+    VectorsNotComparableError (a ValueError) when the two are not comparable (see the module
+    docstring), ElmoInputError (a ValueError) when their widths differ."""
+    check_comparable(obj, other)
     a, b = obj.vector, other.vector
     if a.shape != b.shape:
         raise ElmoInputError(f"cannot compare a {a.shape[-1]}-dim contextual vector with a {b.shape[-1]}-dim "
@@ -181,6 +201,51 @@ def similarity(obj, other) -> float:
         warnings.warn(Warnings.W008.format(obj=type(obj).__name__))
         return 0.0
     return float((a * b).sum()) / (na * nb)
+
+
+def _doc_of(obj):
+    from spacy.tokens import Doc
+
+    return obj if isinstance(obj, Doc) else getattr(obj, "doc", None)
+
+
+def _describe(obj, setting: dict) -> str:
+    model = setting.get("model") or {}
+    made = f"model {model.get('name')!r} (digest {model.get('digest')})" if model else "an unrecorded model"
+    return f"{type(obj).__name__} {_short(obj.text)!r} ({made}, view {setting['view']!r})"
+
+
+def _short(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def check_comparable(obj, other) -> None:
+    """Raise VectorsNotComparableError unless ``other``'s vector is comparable with ``obj``'s
+    contextual one (see the module docstring)."""
+    mine = _setting(_doc_of(obj))
+    doc = _doc_of(other)
+    theirs = _setting(doc) if doc is not None else None
+    if mine is None:
+        return
+    a, b = (mine.get("model") or {}).get("digest"), None
+    if theirs is not None:
+        b = (theirs.get("model") or {}).get("digest")
+        if theirs["view"] == mine["view"] and (a is None or b is None or a == b):
+            return
+        raise VectorsNotComparableError(f"cannot compare vectors of different biLMs or views: {_describe(obj, mine)} "
+                                        f"against {_describe(other, theirs)}")
+    from .static_tables import parse_table_name
+
+    name = getattr(getattr(getattr(other, "vocab", None), "vectors", None), "name", None)
+    table = parse_table_name(name)
+    if table is not None and table[1] == mine["view"] and (a is None or table[0] == a):
+        return
+    source = (f"a table distilled from the biLM of digest {table[0]}, view {table[1]!r}" if table else
+              f"the vocabulary's table {name!r}" if name else "the vocabulary's vectors")
+    theirs_text = f"{type(other).__name__} {_short(other.text)!r}"
+    raise VectorsNotComparableError(f"cannot compare a contextual vector with a static one: {_describe(obj, mine)} "
+                                    f"against {theirs_text}, whose vector comes from {source}, not from the same "
+                                    "biLM and view")
 
 
 def _norm(v) -> float:

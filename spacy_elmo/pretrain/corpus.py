@@ -93,19 +93,25 @@ class Split:
         return int(self.tokens.shape[0])
 
 
+def split_even(items: Sequence, max_len: int) -> List[Sequence]:
+    """``items`` cut into the fewest pieces of at most ``max_len`` (>= 1): pieces of
+    ceil(n / pieces) items, the last one shorter if need be (120 items at max_len 50 -> 40, 40,
+    40; 101 -> 34, 34, 33). Empty -> []."""
+    n = len(items)
+    if n == 0:
+        return []
+    pieces = -(-n // max_len)
+    size = -(-n // pieces)
+    return [items[start : start + size] for start in range(0, n, size)]
+
+
 class _Builder:
     def __init__(self):
         self.tokens: List[numpy.ndarray] = []
         self.lengths: List[int] = []
 
     def add(self, ids: List[int], max_len: int) -> None:
-        n = len(ids)
-        if n == 0:
-            return
-        pieces = -(-n // max_len)
-        size = -(-n // pieces)
-        for start in range(0, n, size):
-            chunk = ids[start : start + size]
+        for chunk in split_even(ids, max_len):
             self.tokens.append(numpy.asarray(chunk, dtype=numpy.int32))
             self.lengths.append(len(chunk))
 

@@ -1,0 +1,16 @@
+"""``python -m spacy_elmo static-vectors MODEL CORPUS OUTPUT_DIR``: static word vectors distilled
+from a biLM (Bommasani et al. 2020): each word's vector is the mean of a view of its contextual
+vectors over up to ``--max-contexts`` of its occurrences, written as a spaCy vectors pipeline, as
+word2vec text and with a card naming the model and view.
+
+    from spacy_elmo.static import distil_vectors
+    card = distil_vectors("en_elmo_small", ["corpus/*.txt.gz"], "static_out", view="layer_1")
+
+Modules: :mod:`.corpus` (reading and the first pass), :mod:`.accumulate` (the running sums),
+:mod:`.checkpoint` (resuming), :mod:`.postprocess` (centring, all-but-the-top), :mod:`.writer`
+(OUTPUT_DIR), :mod:`.run` (:func:`distil_vectors`, :func:`distil_means`).
+"""
+from .errors import StaticVectorsError
+from .run import Distilled, distil_means, distil_vectors, plan
+
+__all__ = ["Distilled", "StaticVectorsError", "distil_means", "distil_vectors", "plan"]
