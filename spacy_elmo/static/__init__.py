@@ -11,6 +11,17 @@ Modules: :mod:`.corpus` (reading and the first pass), :mod:`.accumulate` (the ru
 (OUTPUT_DIR), :mod:`.run` (:func:`distil_vectors`, :func:`distil_means`).
 """
 from .errors import StaticVectorsError
-from .run import Distilled, distil_means, distil_vectors, plan
+
+_RUN = ("Distilled", "distil_means", "distil_vectors", "plan")
+
+
+def __getattr__(name: str):
+    """The run's names, imported on first use: ``python -m spacy_elmo`` loads this package's CLI
+    without spaCy."""
+    if name in _RUN:
+        from . import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Distilled", "StaticVectorsError", "distil_means", "distil_vectors", "plan"]
