@@ -46,17 +46,8 @@ class Parts:
     it with other arguments than its manifest's discards it; torn ``*.tmp`` files are removed."""
 
     def __init__(self, output: str, args: dict):
-        self.dir = output + ".parts"
+        self.dir = open_journal(output + ".parts", args)
         self.args = args
-        manifest = os.path.join(self.dir, "manifest.json")
-        if os.path.isdir(self.dir) and read_json(manifest) != args:
-            shutil.rmtree(self.dir)
-        os.makedirs(self.dir, exist_ok=True)
-        for name in os.listdir(self.dir):
-            if name.endswith(".tmp"):
-                os.remove(os.path.join(self.dir, name))
-        if not os.path.isfile(manifest):
-            write_json(manifest, args)
 
     def _base(self, first: int, last: int) -> str:
         return os.path.join(self.dir, f"part-{first:09d}-{last:09d}")
@@ -179,6 +170,22 @@ def read_json(path: str):
         return read_small_json(path, CONFIG_BYTES, "JSON file")
     except (OSError, ValueError):
         return None
+
+
+def open_journal(folder: str, args: dict) -> str:
+    """Make ``folder`` the resumable journal of one set of arguments ``args`` (a JSON-plain dict):
+    a folder whose ``manifest.json`` holds other arguments is discarded, torn ``*.tmp`` files are
+    removed, and the manifest is written where missing. Returns ``folder``."""
+    manifest = os.path.join(folder, "manifest.json")
+    if os.path.isdir(folder) and read_json(manifest) != args:
+        shutil.rmtree(folder)
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".tmp"):
+            os.remove(os.path.join(folder, name))
+    if not os.path.isfile(manifest):
+        write_json(manifest, args)
+    return folder
 
 
 def write_json(path: str, data) -> None:

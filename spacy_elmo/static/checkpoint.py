@@ -21,23 +21,14 @@ from typing import Optional
 
 import numpy
 
-from ..embed.writer import read_json, write_json
+from ..embed.writer import open_journal, read_json, write_json
 
 
 class Partial:
     """The ``OUTPUT_DIR.partial/`` folder of one set of arguments ``args`` (a JSON-plain dict)."""
 
     def __init__(self, output: str, args: dict):
-        self.dir = os.path.normpath(output) + ".partial"
-        manifest = os.path.join(self.dir, "manifest.json")
-        if os.path.isdir(self.dir) and read_json(manifest) != args:
-            shutil.rmtree(self.dir)
-        os.makedirs(self.dir, exist_ok=True)
-        for name in os.listdir(self.dir):
-            if name.endswith(".tmp"):
-                os.remove(os.path.join(self.dir, name))
-        if not os.path.isfile(manifest):
-            write_json(manifest, args)
+        self.dir = open_journal(os.path.normpath(output) + ".partial", args)
 
     def _path(self, name: str) -> str:
         return os.path.join(self.dir, name)
