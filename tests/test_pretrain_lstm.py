@@ -9,7 +9,7 @@ from torch import nn
 
 from spacy_elmo.pretrain import hardware as precision_mod
 from spacy_elmo.pretrain.hardware import resolve_device, resolve_precision
-from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll
+from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll, model_options, native_ops
 from spacy_elmo.pretrain.recurrent import ProjectedLSTM, cell_backward, cell_forward, compiled_cells, run_layers
 from spacy_elmo.pretrain.train import lr_factor, pretrain
 
@@ -164,9 +164,9 @@ def test_language_model_rejects_bad_lstm_settings():
            "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
     softmax = {"cutoffs": [], "div_value": 2.0}
     with pytest.raises(ValueError, match="lstm_impl = 'cudnn'"):
-        LanguageModel(cfg, softmax, 10, lstm_impl="cudnn")
+        LanguageModel.new(model_options(cfg), softmax, 10, lstm_impl="cudnn")
     with pytest.raises(ValueError, match="float32 only"):
-        LanguageModel(cfg, softmax, 10, lstm_impl="torch", gemm_dtype=torch.bfloat16)
+        LanguageModel.new(model_options(cfg), softmax, 10, lstm_impl="torch", gemm_dtype=torch.bfloat16)
 
 
 def test_adaptive_nll_equals_torch_adaptive_softmax():
@@ -328,7 +328,7 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
     where an uninterrupted one does."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
     meta = _matches_nn_lstm_trainer(corpus, tmp_path, "native", {**steps, "training.compile": True})
-    assert meta["training"]["commands"][-1]["path"]["cells"] == "native"
+    assert meta["training"]["commands"][-1]["path"]["native_ops"] is True
     compiled = {**steps, "training.compile": True}
     pretrain(str(tmp_path / "stopped"), overrides=_overrides(corpus, **compiled), progress=False, stop_after=5)
     pretrain(str(tmp_path / "stopped"), resume=True, progress=False)
@@ -339,8 +339,8 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
 
 
 def test_native_kernels_can_be_turned_off(monkeypatch):
-    """SPACY_ELMO_NATIVE=0: no native ops, and the LSTMs fall back (here to the eager steps, as
-    where torch.compile fails too)."""
+    """SPACY_ELMO_NATIVE=0: no native ops, and the trainer runs without them (char CNN and loss as
+    plain torch modules)."""
     from spacy_elmo.pretrain import native as native_mod, recurrent as recurrent_mod
 
     monkeypatch.setenv("SPACY_ELMO_NATIVE", "0")
@@ -351,8 +351,8 @@ def test_native_kernels_can_be_turned_off(monkeypatch):
     assert recurrent_mod.recurrence(torch.float32) == (cell_forward, cell_backward)
     cfg = {"char_dim": 4, "filters": [[1, 4]], "n_highway": 0, "activation": "relu", "lstm_dim": 8,
            "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
-    lm = LanguageModel(cfg, {"cutoffs": [5], "div_value": 2.0}, 10, compile=True)
-    assert lm.native_ops is None and recurrent_mod.cells_kind(lm.forward_lstms[0].cells) == "eager"
+    lm = LanguageModel.new(model_options(cfg), {"cutoffs": [5], "div_value": 2.0}, 10, ops=native_ops())
+    assert lm.native_ops is None
 
 
 def test_native_switch_reads_the_usual_spellings(monkeypatch):
