@@ -157,3 +157,15 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     lm = LanguageModel(bilm, head)
     lm.eval()
     return lm, words
+
+
+def lm_layers(lm: LanguageModel, tokens: List[str]) -> torch.Tensor:
+    """The ELMo layers of one sentence as training computes them (L + 1, n, 2P) float32, on lm's
+    device: ``lm.bilm`` with autograd on, so its LSTMs run the path training runs
+    (:func:`spacy_elmo.bilm.lstm_paths.choose`), detached. What ``BiLM.from_files`` of the written
+    files must give for ``tokens`` on its inference paths (the export's check)."""
+    bilm = lm.bilm
+    ids = bilm.batch_to_ids([tokens]).to(lm.device)
+    with torch.enable_grad():
+        layers = bilm(ids).layers
+    return layers[:, 0].detach()
