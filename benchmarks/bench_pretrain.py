@@ -4,11 +4,12 @@ Both runs are the real ``pretrain()`` command on the same corpus slice, at the s
 en_elmo_small shape, warm-started from the same weights (default: the packaged model, so the loss
 is that of a realistic continued run), for the same number of training tokens:
 
-- ``torch``: the first release's trainer: ``torch.nn.LSTM(proj_size)``, float32, batches of 2,000
+- ``torch``: ``lstm_impl = "torch"``: plain torch modules under autograd, float32, batches of 2,000
   tokens, learning rate 0.0015;
 - ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
   where they build: ``pretrain/native.py``), batches of ``--tokens-per-batch`` with the learning
-  rate scaled by sqrt(batch ratio);
+  rate scaled by sqrt(batch ratio); the path column names the LSTM path that ran
+  (``spacy_elmo.bilm.lstm_paths``) and "native" where the char CNN and the loss ran natively;
 - with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as
   ``SPACY_ELMO_NATIVE=0``: torch.compile'd cells, autocast softmax and char CNN), the trainer
   before them.
@@ -96,7 +97,7 @@ def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = Tru
     def counting_make_batch(*args, **kwargs):  # distinct types per batch, for the char CNN's FLOPs
         batch = original_batch(*args, **kwargs)
         types.append(batch["char_ids"].shape[0])
-        tokens.append(int((batch["fwd_targets"] >= 0).sum()))
+        tokens.append(int((batch["targets"] >= 0).sum()) - len(batch["targets"]))  # forward predictions
         return batch
 
     saved_native = dict(recurrent_mod._NATIVE)
@@ -196,8 +197,8 @@ def main():
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
         p = r["path"]
-        cells = p.get("cells", "compiled" if p["compiled_cells"] else "eager")
-        path = f"{p['lstm_impl']}/{p['precision']}/{cells}"
+        lstm = p.get("lstm_path") or p.get("cells", "compiled" if p.get("compiled_cells") else "eager")
+        path = f"{p['lstm_impl']}/{p['precision']}/{lstm}" + ("/native" if p.get("native_ops") else "")
         print(f"{r['name']:10} {path:32} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
               f"{r['tok_s']:>8,.0f} {r['tok_cpu_s']:>9,.0f} "
               f"{r['tok_s'] * fpt / 1e9:>6.0f} / {r['tok_cpu_s'] * args.threads * fpt / 1e9:<4.0f} "

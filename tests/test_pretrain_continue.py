@@ -114,3 +114,45 @@ def test_a_model_value_that_contradicts_the_source_is_one_line(corpus, fixture_d
     assert "\n" not in message
     assert "[model] n_highway = 1 contradicts [training] init_from" in message and "n_highway is 2" in message
     assert not (tmp_path / "run" / "corpus").exists()  # refused before the corpus was read
+
+
+def test_init_from_takes_model_names(corpus, fixture_dir, tmp_path, monkeypatch):
+    """A catalog name resolves as BiLM.from_pretrained resolves it: downloaded into the cache, it
+    trains (here the fixture's files stand in for elmo-small's, which cannot be downloaded in
+    tests); not downloaded, the error gives the download command before the corpus is read."""
+    import shutil
+
+    from spacy_elmo.bilm import integrity
+
+    monkeypatch.setenv("SPACY_ELMO_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(FileNotFoundError, match=r"\[training\] init_from = 'elmo-small': .*download elmo-small"):
+        _run(tmp_path / "missing", corpus, "elmo-small", steps=1)
+    cached = tmp_path / "cache" / "elmo-small"
+    cached.mkdir(parents=True)
+    shutil.copy(os.path.join(fixture_dir, "options.json"), cached / "options.json")
+    shutil.copy(os.path.join(fixture_dir, "lm_weights.hdf5"), cached / "weights.hdf5")
+    integrity.record(str(cached))
+    meta = _run(tmp_path / "run", corpus, "elmo-small", steps=2)
+    assert meta["training"]["steps"] == 2 and meta["options"]["lstm"]["cell_clip"] == 3
+    assert BiLM.from_pretrained(str(tmp_path / "run" / "model")).options["char_cnn"]["n_highway"] == 2
+
+
+def test_init_from_a_converted_elmoformanylangs_model(corpus, tmp_path):
+    """An efml-* model (its own character and word vocabulary, <bos>/<eos> boundaries) trains on
+    and keeps its vocabulary: the written model loads and embeds as the trained module does."""
+    from pathlib import Path
+
+    from spacy_elmo.convert import convert
+    from spacy_elmo.pretrain.export import lm_layers, load_model
+
+    data = Path(__file__).resolve().parent / "data" / "efml"
+    name = next(p.name for p in sorted(data.iterdir()) if (p / "expected.npz").is_file())
+    convert(str(data / name), str(tmp_path / "efml"))
+    meta = _run(tmp_path / "run", corpus, str(tmp_path / "efml"), steps=2)
+    assert meta["training"]["steps"] == 2
+    source = BiLM.from_pretrained(str(tmp_path / "efml"))
+    written = BiLM.from_pretrained(str(tmp_path / "run" / "model"))
+    assert written.options["vocab"]["chars"] == source.options["vocab"]["chars"]
+    lm, _ = load_model(str(tmp_path / "run" / "model"))
+    tokens = SENTENCES[2].split()
+    numpy.testing.assert_allclose(written.embed_sentences([tokens])[0], lm_layers(lm, tokens).numpy(), atol=1e-5)
