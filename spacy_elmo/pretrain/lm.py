@@ -23,7 +23,6 @@ written with :meth:`BiLM.save <spacy_elmo.bilm.BiLM.save>` and any biLM that
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
-
 import torch
 from torch import nn
 from torch.nn import functional as F

@@ -8,7 +8,6 @@ model (:mod:`.lm`: :class:`spacy_elmo.bilm.BiLM` and a softmax head), held-out e
 warm starts and continued pretraining (:mod:`.source`, :mod:`.widen`).
 """
 import math
-import os
 import signal
 import sys
 import time
