@@ -13,9 +13,10 @@ same product dtype (float32 and bfloat16 where the CPU has it), at the shipped e
 (options.json: LSTM dim, projection, layers) and the pretraining's batches: ``--batch`` sentences
 (default 64) of ``--min-len`` .. ``--max-len`` tokens (default 28 .. 32: length-sorted batches of
 ~2,000 tokens as ``tokens_per_batch = 2000`` makes them; ``--min-len 1 --max-len 40`` for ragged
-ones). Each timing is the mean of ``--iters`` forward + backward passes after one warm-up pass;
-``--repeats`` timings per implementation, alternating old / new (for a shared machine); the
-median is reported, with the ratio old / new (> 1: new is faster).
+ones). Each timing is the mean of ``--iters`` forward + backward passes after one warm-up pass,
+by wall clock and by process CPU time (with one thread, the CPU time is the less disturbed by
+other jobs on a shared machine); ``--repeats`` timings per implementation, alternating old / new;
+the medians are reported, with the ratio old / new (> 1: new is faster).
 
 Run:  python benchmarks/bench_lstm_train.py --threads 1
 """
@@ -68,12 +69,13 @@ def new_step(lstm, x, packing):
     out.sum().backward()
 
 
-def timed(fn, iters: int) -> float:
+def timed(fn, iters: int) -> tuple:
+    """(wall seconds, process CPU seconds) per call, mean of ``iters`` calls after one warm-up call."""
     fn()  # warm-up (buffers, compiled variants)
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(iters):
         fn()
-    return (time.perf_counter() - start) / iters
+    return (time.perf_counter() - wall) / iters, (time.process_time() - cpu) / iters
 
 
 def setup(options: dict, dtype: torch.dtype, cells: str, lengths, clip: bool):
@@ -118,7 +120,7 @@ def main():
     print(f"CPU: {cpu}; torch {torch.__version__}; {args.threads} thread(s); shape {options['lstm']}; "
           f"batch {args.batch} rows, lengths {args.min_len}..{args.max_len} ({sum(lengths)} tokens, padded "
           f"{len(lengths) * max(lengths)}); {args.iters} passes per timing, median of {args.repeats}")
-    print(f"{'dtype':9} {'cells':9} {'old ms':>8} {'new ms':>8} {'old/new':>8}  new path")
+    print(f"{'dtype':9} {'cells':9} {'clock':5} {'old ms':>8} {'new ms':>8} {'old/new':>8}  new path")
     for dtype in dtypes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -128,10 +130,11 @@ def main():
             for r in range(args.repeats):
                 for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
                     times[name].append(timed(old if name == "old" else new, args.iters))
-        o, n = statistics.median(times["old"]), statistics.median(times["new"])
         kind = lstm_train.cells_kind(lstm_train.resolve(args.cells, dtype))
-        print(f"{str(dtype).split('.')[1]:9} {kind:9} {o * 1e3:8.1f} {n * 1e3:8.1f} {o / n:8.2f}  {path}"
-              f"{' clip' if args.clip else ''}")
+        for i, clock in enumerate(("wall", "cpu")):
+            o, n = (statistics.median(t[i] for t in times[name]) for name in ("old", "new"))
+            print(f"{str(dtype).split('.')[1]:9} {kind:9} {clock:5} {o * 1e3:8.1f} {n * 1e3:8.1f} {o / n:8.2f}  "
+                  f"{path}{' clip' if args.clip else ''}")
 
 
 if __name__ == "__main__":

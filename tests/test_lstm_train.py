@@ -63,7 +63,8 @@ def cells_or_skip(recurrence: str, dtype=torch.float32):
     return cells
 
 
-RECURRENCES = ["eager", pytest.param("compiled", marks=pytest.mark.slow), pytest.param("native", marks=pytest.mark.slow)]
+RECURRENCES = ["eager", pytest.param("compiled", marks=pytest.mark.slow),
+               pytest.param("native", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("clip", [True, False])

@@ -38,7 +38,7 @@ import numpy
 import torch
 
 from .errors import ElmoInputError
-from .lstm_weights import LayerPath, LstmWeights, LayerResult
+from .lstm_weights import LayerPath, LayerResult, LstmWeights
 from .packing import Packing
 
 NO_CLIP = math.inf
