@@ -6,7 +6,9 @@ the inference LSTM, forward + backward, in one process.
   connections added between layers as the pretraining adds them;
 - ``new``: ``ElmoLstm.forward`` under autograd on packed batches (2, N, P) (the training path of
   ``spacy_elmo.bilm.lstm_train``: rows sorted by length, the active batch shrinking), skip
-  connections inside ``ElmoLstm``; optionally with cell and projection clipping (``--clip``).
+  connections inside ``ElmoLstm``; optionally with cell and projection clipping (``--clip``);
+- with ``--padded``, ``new-padded``: the new path on the batch padded to its longest row (what
+  unpacking to padded batches, running and repacking would cost, the copies not counted).
 
 Both use the same recurrence (``--cells``: native C++ ops, torch.compile'd or eager cells) and the
 same product dtype (float32 and bfloat16 where the CPU has it), at the shipped en_elmo_small shape
@@ -92,9 +94,11 @@ def setup(options: dict, dtype: torch.dtype, cells: str, lengths, clip: bool):
     lstm.train_recurrence, lstm.train_gemm_dtype = cells, dtype
     B, T = len(lengths), max(lengths)
     x_f, x_b = torch.randn(B, T, P), torch.randn(B, T, P)
-    packing = pack(lengths)
-    x = torch.randn(2, packing.n_packed, P)
-    return (lambda: old_step(layers, x_f, x_b, skip)), (lambda: new_step(lstm, x, packing)), lstm, x
+    packing, padded = pack(lengths), pack([T] * B)
+    x, x_pad = torch.randn(2, packing.n_packed, P), torch.randn(2, padded.n_packed, P)
+    steps = {"old": lambda: old_step(layers, x_f, x_b, skip), "new": lambda: new_step(lstm, x, packing),
+             "new-padded": lambda: new_step(lstm, x_pad, padded)}
+    return steps, lstm, x
 
 
 def main():
@@ -108,6 +112,9 @@ def main():
     ap.add_argument("--cells", choices=["native", "compiled", "eager"], default="native")
     ap.add_argument("--clip", action="store_true", help="the new path with cell and projection clipping at 3")
     ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--padded", action="store_true",
+                    help="also the new path on the batch padded to its longest row (all rows T long): "
+                         "what running it on padded batches instead of packed ones would cost")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -120,21 +127,24 @@ def main():
     print(f"CPU: {cpu}; torch {torch.__version__}; {args.threads} thread(s); shape {options['lstm']}; "
           f"batch {args.batch} rows, lengths {args.min_len}..{args.max_len} ({sum(lengths)} tokens, padded "
           f"{len(lengths) * max(lengths)}); {args.iters} passes per timing, median of {args.repeats}")
-    print(f"{'dtype':9} {'cells':9} {'clock':5} {'old ms':>8} {'new ms':>8} {'old/new':>8}  new path")
+    padded = f" {'new-padded':>10}" if args.padded else ""
+    print(f"{'dtype':9} {'cells':9} {'clock':5} {'old ms':>8} {'new ms':>8} {'old/new':>8}{padded}  new path")
     for dtype in dtypes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            old, new, lstm, x = setup(options, dtype, args.cells, lengths, args.clip)
+            steps, lstm, x = setup(options, dtype, args.cells, lengths, args.clip)
             path = type(lstm_train.train_path(lstm, x, True)).__name__
-            times = {"old": [], "new": []}
+            names = list(steps) if args.padded else ["old", "new"]
+            times = {name: [] for name in names}
             for r in range(args.repeats):
-                for name in (("old", "new") if r % 2 == 0 else ("new", "old")):
-                    times[name].append(timed(old if name == "old" else new, args.iters))
+                for name in (names if r % 2 == 0 else names[::-1]):
+                    times[name].append(timed(steps[name], args.iters))
         kind = lstm_train.cells_kind(lstm_train.resolve(args.cells, dtype))
         for i, clock in enumerate(("wall", "cpu")):
-            o, n = (statistics.median(t[i] for t in times[name]) for name in ("old", "new"))
-            print(f"{str(dtype).split('.')[1]:9} {kind:9} {clock:5} {o * 1e3:8.1f} {n * 1e3:8.1f} {o / n:8.2f}  "
-                  f"{path}{' clip' if args.clip else ''}")
+            ms = {name: statistics.median(t[i] for t in times[name]) * 1e3 for name in names}
+            padded = f" {ms['new-padded']:10.1f}" if args.padded else ""
+            print(f"{str(dtype).split('.')[1]:9} {kind:9} {clock:5} {ms['old']:8.1f} {ms['new']:8.1f} "
+                  f"{ms['old'] / ms['new']:8.2f}{padded}  {path}{' clip' if args.clip else ''}")
 
 
 if __name__ == "__main__":

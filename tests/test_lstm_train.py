@@ -149,3 +149,23 @@ def test_gradient_is_zero_through_a_clipped_cell():
     assert torch.allclose(c, torch.full_like(c, 0.5))
     c.sum().backward()
     assert float(lstm.bias[0].grad.abs().max()) == 0.0
+
+
+@pytest.mark.slow
+def test_native_buffers_are_not_reused_while_a_graph_holds_them():
+    """Two forward passes before one backward (the native ops reuse buffers from call to call):
+    the same gradients as the autograd path."""
+    cells_or_skip("native")
+    lstm = make_lstm(clip=True)
+    pk1, pk2 = pack(LENGTHS), pack([4, 4, 2])
+    gen = torch.Generator().manual_seed(5)
+    x1, x2 = torch.randn(2, pk1.n_packed, P, generator=gen), torch.randn(2, pk2.n_packed, P, generator=gen)
+    grads = []
+    for recurrence in ("autograd", "native"):
+        lstm.train_recurrence = recurrence
+        lstm.zero_grad()
+        out1, _ = lstm(x1, pk1)
+        out2, _ = lstm(x2, pk2)
+        ((out1 * 2.0).sum() + (out2 * out2).sum()).backward()
+        grads.append({name: p.grad.clone() for name, p in lstm.named_parameters()})
+    assert_close(grads[1], grads[0], TOL)
