@@ -47,6 +47,11 @@ class ElmoLstm(nn.Module):
     dim: cells C; projection_dim: P (also the input size); n_layers: L;
     cell_clip / proj_clip: float, or None / 0 for no clipping; use_skip_connections: residual
     connections for layers l > 0.
+
+    Plain attributes, settable after construction: ``gemm_dtype`` (the products' operand dtype
+    without autograd, set by ``BiLM(precision=...)``); under autograd ``train_recurrence``
+    ("eager" (default), "compiled", "native", "auto" or "autograd") and ``train_gemm_dtype``
+    (torch.float32 (default) or torch.bfloat16), see :mod:`.lstm_train`.
     """
 
     def __init__(self, dim: int, projection_dim: int, n_layers: int, cell_clip: Optional[float] = None,

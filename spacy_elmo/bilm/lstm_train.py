@@ -17,6 +17,11 @@ with a hand-written backward, for training and fine-tuning under autograd. It co
   float32; cell states and the element-wise steps are float32 (gate inputs, the outputs h and the
   derivatives between products are rounded to bfloat16); parameters and gradients are float32.
 
+Speed (``benchmarks/bench_lstm_train.py``, forward + backward, en_elmo_small's shape, 1 thread):
+as fast as the pretraining's padded recurrence (``spacy_elmo.pretrain.recurrent``, same C++ design)
+on batches of near-equal lengths, faster by the share of padding it skips on ragged ones; with
+the eager steps about twice as fast as the autograd path.
+
 Clipping (bilm-tf's ``cell_clip`` / ``proj_clip``) has torch.clamp's gradient: zero where the
 clipped value was beyond the clip. Cell states are kept before clipping, so the backward knows
 where. The skip connections are outside the path (:meth:`.lstm.ElmoLstm.forward` adds them).

@@ -1,5 +1,9 @@
 """A training LSTM with projection, faster on CPU than ``torch.nn.LSTM(proj_size=...)``.
 
+The biLM's own LSTM trains the same way, with bilm-tf's gate order, clipping and packed batches
+(:mod:`spacy_elmo.bilm.lstm_train`, the training path of ``ElmoLstm``); this module serves the
+pretraining's :class:`.lm.LanguageModel` until it runs on ``spacy_elmo.bilm.BiLM``.
+
 It computes exactly the function of ``nn.LSTM(input_size, hidden_size, proj_size=P,
 batch_first=True)`` with one layer and zero initial state (Sak et al. 2014; the LSTMP of bilm-tf
 without clipping)::
