@@ -169,3 +169,18 @@ def test_native_buffers_are_not_reused_while_a_graph_holds_them():
         ((out1 * 2.0).sum() + (out2 * out2).sum()).backward()
         grads.append({name: p.grad.clone() for name, p in lstm.named_parameters()})
     assert_close(grads[1], grads[0], TOL)
+
+
+def test_a_second_derivative_raises_instead_of_being_wrong():
+    lstm = make_lstm(clip=False)
+    pk = pack([3, 2])
+    x = torch.randn(2, pk.n_packed, P, requires_grad=True)
+    out, _ = lstm(x, pk)
+    (g,) = torch.autograd.grad(out.pow(2).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|twice"):
+        g.sum().backward()
+    lstm.train_recurrence = "autograd"  # the step-by-step path has them
+    out, _ = lstm(x, pk)
+    (g,) = torch.autograd.grad(out.pow(2).sum(), x, create_graph=True)
+    g.sum().backward()
+    assert lstm.w_state[0].grad.abs().sum() > 0

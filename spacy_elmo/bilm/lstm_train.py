@@ -41,6 +41,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy
 import torch
+from torch.autograd.function import once_differentiable
 
 from .errors import ElmoInputError
 from .lstm_weights import LayerPath, LayerResult, LstmWeights
@@ -204,7 +205,8 @@ class ElmoLayer(torch.autograd.Function):
     packing's), gemm_dtype, cells (a (cell_forward, cell_backward) pair or a
     :class:`NativeRecurrence`), clips (cell_clip, proj_clip; NO_CLIP for none)) -> (h (D, N, P)
     float32 (clipped), c_last (D, batch_sizes[0], C) float32: each row's clipped cell state after
-    its last step). Zero initial state; D = 2 for a biLM layer.
+    its last step). Zero initial state; D = 2 for a biLM layer. Once differentiable: a second
+    derivative through it raises RuntimeError (``train_recurrence = "autograd"`` has them).
     """
 
     @staticmethod
@@ -221,6 +223,7 @@ class ElmoLayer(torch.autograd.Function):
         return out, _last_cells(cs, sizes, clips[0])
 
     @staticmethod
+    @once_differentiable  # a second derivative (create_graph=True) raises instead of being wrong
     def backward(ctx, d_out, d_c_last):
         x, out = ctx.saved_tensors
         acts, cs, ms, raw, w_in, w_st, w_pr = ctx.saved
