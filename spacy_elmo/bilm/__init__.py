@@ -13,6 +13,7 @@ sentences (distinct-token table, length sort, padding, per-sentence slices), wit
 autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
 Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), :mod:`.sizes` (a model's size from
 its options, checked before anything is read), :mod:`.files` (small files: regular and capped),
+:mod:`.locks` (exclusive locks on what a command writes: run directory, output, cache entry),
 errors :class:`ElmoWeightsError` (:class:`ElmoMemoryError`), :class:`ElmoFileError`,
 :class:`ElmoInputError`, :class:`ElmoInputTypeError` (each
 a :class:`ElmoError`, the package's base error; :mod:`.errors` imports no torch).

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import inputs, layers
 from .errors import EmbedError
-from .paths import check_output
+from .paths import check_output, lock_output
 from .writer import Output, written_args
 
 
@@ -34,7 +34,9 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
     file. OUTPUT is checked first
     (:func:`.paths.check_output`): EmbedError if it is the input file itself (a hard link or
-    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist."""
+    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist. Then
+    OUTPUT is locked for the whole run (:func:`.paths.lock_output`): ElmoLockError (a
+    RuntimeError) at once, naming the pid, while another run writes it."""
     from ..hub import load_bilm
 
     check_output(input_path, output)
@@ -42,20 +44,21 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
                "embed_seconds": 0.0, "output": output, "already_complete": False}
-    if os.path.exists(output):
-        if written_args(output) == args:
-            summary["already_complete"] = True
-            return summary
-        if not overwrite:
-            raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
-                             "--overwrite or choose another file")
-    _check_limit(max_tokens_per_line)
-    bilm = load_bilm(p.model_dir)
-    groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
-    total = inputs.count(input_path, fmt)
-    with Output(output, args) as out:
-        _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
-        out.finish()  # with --overwrite, the old OUTPUT is replaced only now, by a complete one
+    with lock_output(output):  # for the whole run: a second embed into OUTPUT is refused at once
+        if os.path.exists(output):
+            if written_args(output) == args:
+                summary["already_complete"] = True
+                return summary
+            if not overwrite:
+                raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
+                                 "--overwrite or choose another file")
+        _check_limit(max_tokens_per_line)
+        bilm = load_bilm(p.model_dir)
+        groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
+        total = inputs.count(input_path, fmt)
+        with Output(output, args) as out:
+            _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
+            out.finish()  # with --overwrite, the old OUTPUT is replaced only now, by a complete one
     return summary
 
 

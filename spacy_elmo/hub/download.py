@@ -45,7 +45,12 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
     URLs under a new ``name``; returns its cache folder. An already complete download is checked
     (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`
     (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoDownloadArgumentError (a
-    ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download."""
+    ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download.
+
+    The cache entry is locked for the whole download (:func:`.cache.lock_entry`): a second
+    download of the same name (another process) waits for the first, up to
+    ``$SPACY_ELMO_DOWNLOAD_WAIT`` seconds (default an hour; ElmoLockError, a RuntimeError, when
+    that runs out), then finds the model ready and fetches nothing."""
     entry = catalog.get(name)
     if urls is None and entry is not None and entry.format == catalog.EFML:
         from .efml_download import download_efml
@@ -54,17 +59,24 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
                              retries=retries, backoff=backoff, timeout=timeout)
     urls = _urls(name, urls)
     expected = _expected(name, sha256 or {})
+    with cache.lock_entry(name):  # a second download of the name waits here, then finds the model ready
+        return _download(name, urls, expected, force, bool(sha256),
+                         dict(progress=progress, retries=retries, backoff=backoff, timeout=timeout))
+
+
+def _download(name: str, urls: Dict[str, str], expected: Dict[str, Optional[str]], force: bool, pinned: bool,
+              options: dict) -> str:
+    """The body of :func:`download_model`, under the lock of the cache entry."""
     directory = cache.model_dir(name)
     if cache.state(name) == "downloaded" and not force:
         return _existing(name, directory, urls, expected)
     _prepare(name, directory, urls, force)
     try:
         for file in cache.FILES:
-            fetch(urls[file], _part(directory, file), progress=progress, label=f"{name} {file}",
-                  retries=retries, backoff=backoff, timeout=timeout)
+            fetch(urls[file], _part(directory, file), label=f"{name} {file}", **options)
         digests = _check_digests(directory, urls, expected)
         _validate(name, directory, urls)
-        _install(name, directory, urls, digests, bool(sha256))
+        _install(name, directory, urls, digests, pinned)
     except ElmoDownloadError as err:
         if not err.resumable:  # an HTTP 4xx: the other file's bytes are of no use either
             _drop_parts(directory)

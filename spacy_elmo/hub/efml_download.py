@@ -78,16 +78,23 @@ def download_efml(name: str, url: Optional[str] = None, sha256: Optional[str] = 
     cache folder. ``url``: the zip (default: the catalog's for ``name``); ``sha256``: the zip's
     expected digest (hex). A complete model already there is kept unless ``force``.
     Raises ElmoDownloadArgumentError (a ValueError: bad name, URL, mirror or pin), ElmoDownloadError
-    (transfer, digest, unsafe or corrupt zip, not a convertible model, a disk that cannot take it)."""
+    (transfer, digest, unsafe or corrupt zip, not a convertible model, a disk that cannot take it).
+    The cache entry is locked for the whole download, as by :func:`.download.download_model`."""
     url = _resolve(name, url)
     pin = _check_pin(sha256)
+    with cache.lock_entry(name):  # a second download of the name waits here, then finds the model ready
+        return _download(name, url, pin, force, max_bytes,
+                         dict(progress=progress, retries=retries, backoff=backoff, timeout=timeout))
+
+
+def _download(name: str, url: str, pin: Optional[str], force: bool, max_bytes: int, options: dict) -> str:
+    """The body of :func:`download_efml`, under the lock of the cache entry."""
     directory = cache.model_dir(name)
     if cache.state(name) == "downloaded" and not force:
         return _existing(name, directory, url)
     _prepare(name, directory, url, force)
     try:
-        zip_path, digest = _fetch_zip(name, directory, url, pin, dict(progress=progress, retries=retries,
-                                                                      backoff=backoff, timeout=timeout))
+        zip_path, digest = _fetch_zip(name, directory, url, pin, options)
         _unpack_and_convert(name, directory, zip_path, url, max_bytes)
         _install(name, directory, url, digest, os.path.getsize(zip_path), pin is not None)
         os.remove(zip_path)

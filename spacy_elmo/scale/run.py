@@ -13,7 +13,7 @@ import time
 from typing import Dict, List, Optional
 
 from ..embed.inputs import MAX_TOKENS_PER_LINE
-from ..embed.paths import check_not_input
+from ..embed.paths import check_not_input, lock_output
 from ..embed.run import EmbedError, count_group, plan, plan_model, read_groups
 from . import manifest as _manifest, shards
 from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_modules
@@ -49,7 +49,7 @@ def embed_dataset(ds, output: str, *, model: Optional[str] = None, layers: str =
     (default: the cluster's CPUs / ``num_cpus``, or GPUs / ``num_gpus``). Needs a running Ray
     (``ray.init``). Raises ScaleError (a ValueError) for a bad option, a missing column, an
     output with other arguments (unless ``overwrite``) or a failed block; FileNotFoundError for
-    a missing model."""
+    a missing model; ElmoLockError (a RuntimeError) while another run writes ``output``."""
     ray, _ = ray_modules()
     if not ray.is_initialized():
         raise ScaleError("embed_dataset needs a running Ray: call ray.init() first")
@@ -60,15 +60,16 @@ def embed_dataset(ds, output: str, *, model: Optional[str] = None, layers: str =
     p.args.update(source="ray.data.Dataset", index_column=index_column, text_column=text_column,
                   tokens_column=tokens_column)
     _check_columns(ds, index_column, text_column, tokens_column)
-    done = _prepare(output, p.args, overwrite)
-    if done is None:
-        return _manifest.load(output)
-    if done:
-        ds = ds.map_batches(Skip(shards.covered(done), index_column), batch_format="pyarrow")
-    kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "rows", tokenizer)
-    kwargs["columns"] = (index_column, text_column, tokens_column)
-    new = execute(ds, kwargs, rows_per_shard, actors, num_cpus, num_gpus, progress)
-    return _finish(output, done + new, p, "ray.data.Dataset", None)
+    with lock_output(output, make_folder=True):  # for the whole run: a second run into OUTPUT is refused
+        done = _prepare(output, p.args, overwrite)
+        if done is None:
+            return _manifest.load(output)
+        if done:
+            ds = ds.map_batches(Skip(shards.covered(done), index_column), batch_format="pyarrow")
+        kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "rows", tokenizer)
+        kwargs["columns"] = (index_column, text_column, tokens_column)
+        new = execute(ds, kwargs, rows_per_shard, actors, num_cpus, num_gpus, progress)
+        return _finish(output, done + new, p, "ray.data.Dataset", None)
 
 
 def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = None, model: Optional[str] = None,
@@ -84,7 +85,9 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     "output", "manifest" (path), "actors", "already_complete"}. Connects with
     :func:`connect` (``address``) unless Ray is running, and shuts down a cluster it started.
     Raises ScaleError / EmbedError (ValueErrors) for bad options, an output with other
-    arguments (unless ``overwrite``) or a failed block; FileNotFoundError, ImportError."""
+    arguments (unless ``overwrite``) or a failed block; FileNotFoundError, ImportError;
+    ElmoLockError (a RuntimeError) while another run writes ``output`` (its lock file
+    ``output.lock``, :func:`spacy_elmo.embed.paths.lock_output`)."""
     check_not_input(input_path, output)
     ray, ray_data = ray_modules()
     _check_pool(1, actors, num_cpus, num_gpus)
@@ -93,26 +96,27 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "shards": 0, "seconds": 0.0,
                "output": output, "manifest": os.path.join(output, _manifest.NAME), "actors": 0,
                "already_complete": False}
-    done = _prepare(output, p.args, overwrite)
-    if done is None:
-        return dict(summary, already_complete=True, **_counts(_manifest.load(output)))
-    start = time.perf_counter()
-    rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line), done,
-                       summary)
-    new = []
-    if rows:
-        started = connect(address)
-        try:
-            summary["actors"] = pool_size(actors, num_cpus, num_gpus, len(rows))
-            ds = ray_data.from_items(rows, override_num_blocks=len(rows))
-            kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "groups", p.args["tokenizer"])
-            new = execute(ds, kwargs, 1, summary["actors"], num_cpus, num_gpus, progress)
-        finally:
-            if started:
-                ray.shutdown()
-    m = _finish(output, done + new, p, os.path.abspath(input_path), summary["sentences"])
-    summary.update(embedded_tokens=sum(e["tokens"] for e in new), shards=len(m["shards"]),
-                   seconds=time.perf_counter() - start)
+    with lock_output(output, make_folder=True):  # for the whole run: a second run into OUTPUT is refused
+        done = _prepare(output, p.args, overwrite)
+        if done is None:
+            return dict(summary, already_complete=True, **_counts(_manifest.load(output)))
+        start = time.perf_counter()
+        rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line), done,
+                           summary)
+        new = []
+        if rows:
+            started = connect(address)
+            try:
+                summary["actors"] = pool_size(actors, num_cpus, num_gpus, len(rows))
+                ds = ray_data.from_items(rows, override_num_blocks=len(rows))
+                kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "groups", p.args["tokenizer"])
+                new = execute(ds, kwargs, 1, summary["actors"], num_cpus, num_gpus, progress)
+            finally:
+                if started:
+                    ray.shutdown()
+        m = _finish(output, done + new, p, os.path.abspath(input_path), summary["sentences"])
+        summary.update(embedded_tokens=sum(e["tokens"] for e in new), shards=len(m["shards"]),
+                       seconds=time.perf_counter() - start)
     return summary
 
 
