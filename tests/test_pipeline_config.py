@@ -159,7 +159,7 @@ print(nlp.pipe_names)
 def test_bad_pipeline_settings_are_config_errors_naming_the_key(tiny_model):
     """An out-of-range setting of the elmo component is an ElmoConfigError (an ElmoError and, as
     before, a ValueError) whose ``key`` is the setting."""
-    from spacy_elmo import ElmoConfigError, ElmoError
+    from spacy_elmo.errors import ElmoConfigError, ElmoError
 
     with pytest.raises(ElmoConfigError, match=r"window_tokens must be >= 1, got 0") as err:
         spacy.blank("en").add_pipe("elmo", config=new_style(tiny_model, window_tokens=0))

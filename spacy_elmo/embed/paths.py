@@ -2,7 +2,7 @@
 INPUT, and without Ray it must be a regular file (or not exist yet) in an existing folder."""
 import os
 
-from .errors import EmbedError
+from ..errors import ElmoConfigError
 
 
 def _same(a: str, b: str) -> bool:
@@ -14,23 +14,24 @@ def _same(a: str, b: str) -> bool:
 
 
 def check_not_input(input_path: str, output: str) -> None:
-    """Raise EmbedError if OUTPUT, or OUTPUT.tmp (written on the way), is the INPUT file itself
+    """Raise ElmoConfigError if OUTPUT, or OUTPUT.tmp (written on the way), is the INPUT file itself
     (the same path, a symlink or a hard link to it): writing it would destroy the input, with or
     without --overwrite."""
     for path in (output, output + ".tmp"):
         if _same(input_path, path):
-            raise EmbedError(f"OUTPUT {output!r} is the INPUT file {input_path!r} (same file): choose another OUTPUT")
+            raise ElmoConfigError(f"OUTPUT {output!r} is the INPUT file {input_path!r} (same file): "
+                                  "choose another OUTPUT")
 
 
 def check_output(input_path: str, output: str) -> None:
     """:func:`check_not_input`, then: OUTPUT must be a regular file or not exist, and its folder
-    must exist. Raises EmbedError naming OUTPUT."""
+    must exist. Raises ElmoConfigError naming OUTPUT."""
     check_not_input(input_path, output)
     if os.path.isdir(output):
-        raise EmbedError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "
-                         "written only with --ray)")
+        raise ElmoConfigError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "
+                              "written only with --ray)")
     if os.path.lexists(output) and not os.path.isfile(output):
-        raise EmbedError(f"OUTPUT {output!r} exists and is not a regular file")
+        raise ElmoConfigError(f"OUTPUT {output!r} exists and is not a regular file")
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise EmbedError(f"OUTPUT {output!r}: folder {folder!r} does not exist")
+        raise ElmoConfigError(f"OUTPUT {output!r}: folder {folder!r} does not exist")

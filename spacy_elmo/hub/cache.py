@@ -22,7 +22,7 @@ import re
 from typing import Dict, List, Optional
 
 from ..bilm.files import CONFIG_BYTES, read_json
-from .fetch import ElmoDownloadArgumentError
+from ..errors import ElmoConfigError
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 FILES = ("options.json", "weights.hdf5")
@@ -44,16 +44,16 @@ def cache_dir() -> str:
 
 def check_name(name: str) -> str:
     """Return ``name`` if it can name a cached model (letters, digits, ``.``, ``_``, ``-``; no
-    path separators; at most 100 characters). Raises ElmoDownloadArgumentError (a ValueError)
+    path separators; at most 100 characters). Raises ElmoConfigError (a ValueError)
     otherwise."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
-        raise ElmoDownloadArgumentError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
-                                        "(at most 100 characters, starting with a letter or digit)")
+        raise ElmoConfigError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
+                              "(at most 100 characters, starting with a letter or digit)")
     return name
 
 
 def model_dir(name: str) -> str:
-    """Folder of a cached model (may not exist). Raises ElmoDownloadArgumentError (a ValueError)
+    """Folder of a cached model (may not exist). Raises ElmoConfigError (a ValueError)
     for an invalid name."""
     return os.path.join(cache_dir(), check_name(name))
 

@@ -17,12 +17,13 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain, concatenate, with_array
 from thinc.types import Floats2d, Floats3d
 
+from ..errors import ElmoConfigError
 from ..package_data import DEFAULT_MODEL
 from .bilm_config import build_bilm, check_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
-from .loading import ElmoConfigError, check_number
+from .loading import check_number
 
 
 @registry.architectures("spacy_elmo.ElmoBiLM.v1")

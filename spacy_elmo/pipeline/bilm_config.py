@@ -20,10 +20,10 @@ from typing import Any, Dict, Optional
 
 from thinc.api import Model
 
+from ..errors import ElmoConfigError
 from ..package_data import DEFAULT_MODEL
 from .layers.bilm_layer import BiLMLayer, ConfigOnly
 from .layers.doc_layers import DocLayers
-from .loading import ElmoConfigError
 
 ARCHITECTURE = "spacy_elmo.ElmoBiLM.v1"
 WHERE = f"[{ARCHITECTURE}]"

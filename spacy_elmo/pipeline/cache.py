@@ -40,7 +40,7 @@ import sys
 from typing import Hashable, Optional
 
 from ..bilm.finite import is_finite_number
-from .loading import ElmoConfigError
+from ..errors import ElmoConfigError
 
 DTYPES = ("float16", "float32")
 # Bytes per entry besides the array data and the key: dict slot, array object, allocator (600-1,000

@@ -24,6 +24,7 @@ from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
+from ..errors import ElmoConfigError
 from ..layer_spec import parse as parse_layers
 from .bilm_config import DEFAULTS, check_bilm, section_of, settings_of
 from .data_classes import ElmoData
@@ -31,7 +32,6 @@ from .extensions import install_extensions
 from .layers.bilm_layer import get_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
-from .loading import ElmoConfigError
 from .replace import replace_listener, replace_listener_cfg
 from .vector_hooks import check_layer, check_view, set_vector_hooks
 

@@ -27,9 +27,10 @@ from thinc.api import Model, torch2xp, xp2torch
 from ...bilm.batching import embed_batches
 from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ...bilm.precision import check_precision
+from ...errors import ElmoConfigError
 from .. import threads
 from ..cache import LayersCache
-from ..loading import ElmoConfigError, check_paths, load_config_bilm
+from ..loading import check_paths, load_config_bilm
 from .bilm_shim import BiLMShim
 
 

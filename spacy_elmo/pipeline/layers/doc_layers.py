@@ -6,7 +6,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
-from ..loading import ElmoConfigError
+from ...errors import ElmoConfigError
 from ..segments import doc_segments
 
 
