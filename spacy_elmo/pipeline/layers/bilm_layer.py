@@ -34,11 +34,11 @@ from ..loading import check_paths, load_config_bilm
 from .bilm_shim import BiLMShim
 
 
-def BiLMLayer(name: Optional[str], options_path: Optional[str] = None, weights_path: Optional[str] = None,
-              *, where: str = "spacy_elmo", batch_size: int = 64, cache_mb: float = 0.0,
-              cache_dtype: str = "float32", finetune: bool = False,
-              threads: Union[int, str] = "auto", precision: str = "float32") -> Model:
-    """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM.
+def BiLMLayer(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], *, where: str,
+              batch_size: int, cache_mb: float, cache_dtype: str, threads: Union[int, str], precision: str,
+              finetune: bool = False) -> Model:
+    """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM. The settings have
+    no defaults here: :class:`~..bilm_config.BiLMSettings` holds them.
 
     name / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` names
     the config section in error messages. batch_size:
