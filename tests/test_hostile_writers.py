@@ -17,18 +17,19 @@ import h5py
 import pytest
 from typer.testing import CliRunner
 
+from spacy_elmo import locks
 from spacy_elmo.__main__ import app
-from spacy_elmo.bilm import locks
-from spacy_elmo.bilm.locks import ElmoLockError, hold
-from spacy_elmo.embed import EmbedError, embed_file
-from spacy_elmo.hub import ElmoDownloadArgumentError, cache, download_model
+from spacy_elmo.embed import embed_file
+from spacy_elmo.errors import ElmoConfigError, ElmoLockError
+from spacy_elmo.hub import cache, download_model
+from spacy_elmo.locks import hold
 
 from helpers import tiny_corpus_overrides
 from test_embed import LINES, model, write_lines  # noqa: F401  (fixture)
 from test_hub_download import FAST, Handler, serve_urls, server, tiny  # noqa: F401  (fixtures)
 
 HOLD = {  # what a child process runs to hold the lock of its argument, as that command does
-    "lock": "from spacy_elmo.bilm.locks import hold; lock = hold(path, 'x', 'y', make_folder=True)",
+    "lock": "from spacy_elmo.locks import hold; lock = hold(path, 'x', 'y', make_folder=True)",
     "pretrain": "from pathlib import Path; from spacy_elmo.pretrain.cli import run_lock; lock = run_lock(Path(path))",
     "embed": "from spacy_elmo.embed.paths import lock_output; lock = lock_output(path)",
 }
@@ -177,7 +178,7 @@ def test_two_embeds_into_one_output(model, tmp_path):  # noqa: F811
 
 def test_embed_refuses_an_input_named_as_the_lock_file(model, tmp_path):  # noqa: F811
     src = write_lines(tmp_path / "o.hdf5.lock", LINES)
-    with pytest.raises(EmbedError, match="is the INPUT file"):
+    with pytest.raises(ElmoConfigError, match="is the INPUT file"):
         embed_file(src, str(tmp_path / "o.hdf5"), model=model[0], progress=False)
     assert open(src, encoding="utf-8").read() == "\n".join(LINES) + "\n"
 
@@ -250,5 +251,5 @@ def test_a_download_gives_up_waiting_after_the_limit(server, tiny, tmp_path, mon
     assert server.log == []
     for bad in ("soon", "-1", "nan", "inf"):
         monkeypatch.setenv(cache.WAIT_ENV, bad)
-        with pytest.raises(ElmoDownloadArgumentError, match=f"SPACY_ELMO_DOWNLOAD_WAIT='{bad}': expected a number"):
+        with pytest.raises(ElmoConfigError, match=f"SPACY_ELMO_DOWNLOAD_WAIT='{bad}': expected a number"):
             download_model("m", urls, **FAST)

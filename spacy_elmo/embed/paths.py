@@ -3,8 +3,8 @@ INPUT, and without Ray it must be a regular file (or not exist yet) in an existi
 the lock that keeps a second ``embed`` from writing the same OUTPUT (:func:`lock_output`)."""
 import os
 
-from ..bilm.locks import Lock, hold
-from .errors import EmbedError
+from ..errors import ElmoConfigError
+from ..locks import Lock, hold
 
 
 def _same(a: str, b: str) -> bool:
@@ -16,12 +16,13 @@ def _same(a: str, b: str) -> bool:
 
 
 def check_not_input(input_path: str, output: str) -> None:
-    """Raise EmbedError if OUTPUT, or OUTPUT.tmp or OUTPUT.lock (written on the way), is the INPUT
+    """Raise ElmoConfigError if OUTPUT, or OUTPUT.tmp or OUTPUT.lock (written on the way), is the INPUT
     file itself (the same path, a symlink or a hard link to it): writing it would destroy the
     input, with or without --overwrite."""
     for path in (output, output + ".tmp", output + LOCK_SUFFIX):
         if _same(input_path, path):
-            raise EmbedError(f"OUTPUT {output!r} is the INPUT file {input_path!r} (same file): choose another OUTPUT")
+            raise ElmoConfigError(f"OUTPUT {output!r} is the INPUT file {input_path!r} (same file): "
+                                  "choose another OUTPUT")
 
 
 LOCK_SUFFIX = ".lock"
@@ -29,9 +30,9 @@ LOCK_SUFFIX = ".lock"
 
 def lock_output(output: str, make_folder: bool = False) -> Lock:
     """The exclusive lock of OUTPUT (a file, or with Ray a directory) for the whole run: the lock
-    file ``OUTPUT.lock`` beside it, removed at the end (see :mod:`spacy_elmo.bilm.locks`; one
+    file ``OUTPUT.lock`` beside it, removed at the end (see :mod:`spacy_elmo.locks`; one
     left by a killed run blocks nothing). Use it in a ``with`` block. Raises
-    :class:`~spacy_elmo.bilm.locks.ElmoLockError` at once, naming the pid, while another run
+    :class:`~spacy_elmo.errors.ElmoLockError` at once, naming the pid, while another run
     (another process, or another call in this one) writes OUTPUT. ``make_folder``: create
     OUTPUT's missing parent folders (removed again if the run leaves them empty)."""
     return hold(output + LOCK_SUFFIX, f"OUTPUT {output!r}", "wait for that run to finish (or stop it), or choose "
@@ -40,13 +41,13 @@ def lock_output(output: str, make_folder: bool = False) -> Lock:
 
 def check_output(input_path: str, output: str) -> None:
     """:func:`check_not_input`, then: OUTPUT must be a regular file or not exist, and its folder
-    must exist. Raises EmbedError naming OUTPUT."""
+    must exist. Raises ElmoConfigError naming OUTPUT."""
     check_not_input(input_path, output)
     if os.path.isdir(output):
-        raise EmbedError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "
-                         "written only with --ray)")
+        raise ElmoConfigError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "
+                              "written only with --ray)")
     if os.path.lexists(output) and not os.path.isfile(output):
-        raise EmbedError(f"OUTPUT {output!r} exists and is not a regular file")
+        raise ElmoConfigError(f"OUTPUT {output!r} exists and is not a regular file")
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
-        raise EmbedError(f"OUTPUT {output!r}: folder {folder!r} does not exist")
+        raise ElmoConfigError(f"OUTPUT {output!r}: folder {folder!r} does not exist")

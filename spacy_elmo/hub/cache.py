@@ -26,8 +26,8 @@ import re
 from typing import Dict, List, Optional
 
 from ..bilm.files import CONFIG_BYTES, read_json
-from ..bilm.locks import Lock, wait
-from .fetch import ElmoDownloadArgumentError
+from ..errors import ElmoConfigError
+from ..locks import Lock, wait
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
 WAIT_ENV = "SPACY_ELMO_DOWNLOAD_WAIT"  # seconds a download waits for another one of the same name
@@ -52,16 +52,16 @@ def cache_dir() -> str:
 
 def check_name(name: str) -> str:
     """Return ``name`` if it can name a cached model (letters, digits, ``.``, ``_``, ``-``; no
-    path separators; at most 100 characters). Raises ElmoDownloadArgumentError (a ValueError)
+    path separators; at most 100 characters). Raises ElmoConfigError (a ValueError)
     otherwise."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
-        raise ElmoDownloadArgumentError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
-                                        "(at most 100 characters, starting with a letter or digit)")
+        raise ElmoConfigError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
+                              "(at most 100 characters, starting with a letter or digit)")
     return name
 
 
 def model_dir(name: str) -> str:
-    """Folder of a cached model (may not exist). Raises ElmoDownloadArgumentError (a ValueError)
+    """Folder of a cached model (may not exist). Raises ElmoConfigError (a ValueError)
     for an invalid name."""
     return os.path.join(cache_dir(), check_name(name))
 
@@ -117,7 +117,7 @@ def kept_bytes(name: str) -> int:
 def wait_seconds() -> float:
     """How long a download waits for another download of the same name: ``$SPACY_ELMO_DOWNLOAD_WAIT``
     seconds (a number >= 0), else :data:`DEFAULT_WAIT` (an hour). Raises
-    ElmoDownloadArgumentError (a ValueError) naming the variable for anything else."""
+    ElmoConfigError (a ValueError) naming the variable for anything else."""
     text = os.environ.get(WAIT_ENV, "").strip()
     if not text:
         return DEFAULT_WAIT
@@ -126,18 +126,18 @@ def wait_seconds() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 0):
-        raise ElmoDownloadArgumentError(f"{WAIT_ENV}={text!r}: expected a number of seconds >= 0 (default "
+        raise ElmoConfigError(f"{WAIT_ENV}={text!r}: expected a number of seconds >= 0 (default "
                                         f"{DEFAULT_WAIT:g})")
     return value
 
 
 def lock_entry(name: str) -> Lock:
     """The exclusive lock of the cache entry ``name`` for a whole download
-    (``<cache>/.locks/<name>``, :mod:`spacy_elmo.bilm.locks`; released when the holder ends, even
+    (``<cache>/.locks/<name>``, :mod:`spacy_elmo.locks`; released when the holder ends, even
     by ``kill -9``). While another process holds it, waits up to :func:`wait_seconds`, saying so
     once (a log warning naming the pid); the caller then finds the model that process installed.
     Returns the held Lock (use it in a ``with`` block). Raises ElmoLockError (a RuntimeError)
-    when the wait runs out, ElmoDownloadArgumentError for an invalid name or wait."""
+    when the wait runs out, ElmoConfigError for an invalid name or wait."""
     directory, timeout = model_dir(name), wait_seconds()
 
     def say(holder) -> None:

@@ -16,8 +16,9 @@ import re
 import shutil
 from typing import Dict, Optional
 
+from ..errors import ElmoConfigError, ElmoDownloadError
 from . import cache, catalog, hints
-from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
+from .fetch import check_url, fetch
 from .resolve import available
 
 logger = logging.getLogger("spacy_elmo")
@@ -26,14 +27,14 @@ _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
 
 def parse_pins(values) -> Dict[str, str]:
     """``--sha256`` values -> {file: hex}. ``HEX`` pins weights.hdf5; ``options=HEX`` /
-    ``weights=HEX`` name the file. Raises ElmoDownloadArgumentError (a ValueError) for anything else."""
+    ``weights=HEX`` name the file. Raises ElmoConfigError (a ValueError) for anything else."""
     pins = {}
     for value in values or ():
         key, _, digest = value.rpartition("=")
         file = {"": "weights.hdf5", "weights": "weights.hdf5", "options": "options.json"}.get(key.lower())
         if file is None or not _HEX.fullmatch(digest.lower()):
-            raise ElmoDownloadArgumentError(f"--sha256 {value!r}: expected 64 hex digits, optionally after "
-                                            "'options=' or 'weights='")
+            raise ElmoConfigError(f"--sha256 {value!r}: expected 64 hex digits, optionally after "
+                                  "'options=' or 'weights='")
         pins[file] = digest.lower()
     return pins
 
@@ -44,7 +45,7 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
     """Download a model of the catalog (``urls`` None) or any bilm-tf/AllenNLP model given its two
     URLs under a new ``name``; returns its cache folder. An already complete download is checked
     (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`
-    (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoDownloadArgumentError (a
+    (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoConfigError (a
     ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download.
 
     The cache entry is locked for the whole download (:func:`.cache.lock_entry`): a second
@@ -91,12 +92,12 @@ def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
     entry = catalog.get(name)
     if urls is None:
         if entry is None:
-            raise ElmoDownloadArgumentError(f"{catalog.unknown_name(name)}; a model of your own downloads in the form "
-                                            "`download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME`")
+            raise ElmoConfigError(f"{catalog.unknown_name(name)}; a model of your own downloads in the form "
+                                  "`download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME`")
         return entry.urls()
     urls = {file: check_url(urls[file]) for file in cache.FILES}
     if entry is not None or name in available():
-        raise ElmoDownloadArgumentError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
+        raise ElmoConfigError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
                                                          available()))
     return urls
 
@@ -113,16 +114,17 @@ def _part(directory: str, file: str) -> str:
 
 def _existing(name: str, directory: str, urls: Dict[str, str], expected: Dict[str, Optional[str]]) -> str:
     """Check a complete download against its recorded digests (and the pins); return it."""
-    from ..bilm import ElmoWeightsError, integrity
+    from ..bilm import integrity
+    from ..errors import ElmoModelFileError
     source = cache.read_source(name) or {}
     if catalog.get(name) is None and source.get("urls") not in (None, urls):
         args = [urls["options.json"], urls["weights.hdf5"]]
-        raise ElmoDownloadArgumentError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
+        raise ElmoConfigError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
     for file in cache.FILES:
         path = os.path.join(directory, file)
         try:
             integrity.verify(path)
-        except ElmoWeightsError as err:
+        except ElmoModelFileError as err:
             raise ElmoDownloadError(f"{err}; to download it again, {hints.finish(name, force=True)}",
                                     path=path) from None
         if expected[file] and integrity.sha256(path) != expected[file]:

@@ -57,12 +57,12 @@ def pretrain_cli(
 
 
 def run_lock(output_dir: Path):
-    """The exclusive lock of a run, ``OUTPUT_DIR/.lock`` (:mod:`spacy_elmo.bilm.locks`; OUTPUT_DIR is
+    """The exclusive lock of a run, ``OUTPUT_DIR/.lock`` (:mod:`spacy_elmo.locks`; OUTPUT_DIR is
     created for it, and removed again if the run leaves it empty). Under torchrun only rank 0
     takes it: the other ranks write nothing. Raises ElmoLockError while another run holds it."""
     from contextlib import nullcontext
 
-    from ..bilm.locks import hold
+    from ..locks import hold
 
     if os.environ.get("RANK", "0") != "0":
         return nullcontext()

@@ -26,7 +26,7 @@ import time
 import warnings
 from typing import Callable, List, NamedTuple, Optional, Union
 
-from .errors import ElmoError
+from .errors import ElmoLockError
 
 try:
     import fcntl
@@ -39,19 +39,6 @@ _UNSUPPORTED = (errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP)
 _FLAGS = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _RECORD_BYTES = 512
 _ATTEMPTS = 50  # a lock file removed under a writer this many times in a row: give up (never in practice)
-
-
-class ElmoLockError(ElmoError, RuntimeError):
-    """Another process holds the lock on what this job would write (a second ``pretrain`` into one
-    OUTPUT_DIR, a second ``embed`` into one OUTPUT), a wait for it ran out, or the lock file
-    cannot be opened. The message names the path, the holder (pid, and host where it is another
-    one) and what to do. Subclasses :class:`RuntimeError`. Attributes: ``path`` (the lock file),
-    ``pid`` (the holder's, or None when unknown)."""
-
-    def __init__(self, message: str, path: Optional[PathLike] = None, pid: Optional[int] = None) -> None:
-        super().__init__(message)
-        self.path = None if path is None else str(path)
-        self.pid = pid
 
 
 class Holder(NamedTuple):
