@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import lstm_paths, lstm_train
-from spacy_elmo.bilm.errors import ElmoInputError
 from spacy_elmo.bilm.lstm import ElmoLstm
 from spacy_elmo.bilm.packing import pack
+from spacy_elmo.errors import ElmoConfigError
 
 C, P, L = 24, 8, 2
 CELL_CLIP, PROJ_CLIP = 1.0, 0.4
@@ -109,10 +109,10 @@ def test_choose_picks_the_train_path_where_it_applies():
     with torch.no_grad():
         assert isinstance(lstm_paths.choose(lstm, x), (lstm_paths.OneDnnPath, lstm_paths.BmmPath))
     lstm.train_recurrence = "fast"
-    with pytest.raises(ElmoInputError, match="train_recurrence = 'fast'"):
+    with pytest.raises(ElmoConfigError, match="train_recurrence = 'fast'"):
         lstm_paths.choose(lstm, x)
     lstm.train_recurrence, lstm.train_gemm_dtype = "eager", torch.float16
-    with pytest.raises(ElmoInputError, match="train_gemm_dtype"):
+    with pytest.raises(ElmoConfigError, match="train_gemm_dtype"):
         lstm_paths.choose(lstm, x)
 
 

@@ -43,7 +43,7 @@ import numpy
 import torch
 from torch.autograd.function import once_differentiable
 
-from .errors import ElmoInputError
+from ..errors import ElmoConfigError
 from .lstm_weights import LayerPath, LayerResult, LstmWeights
 from .packing import Packing
 
@@ -274,13 +274,13 @@ class TrainPath(LayerPath):
 def train_path(lstm: LstmWeights, inputs: torch.Tensor, zero_state: bool) -> Optional[TrainPath]:
     """The :class:`TrainPath` for this call, or None where it does not apply (``train_recurrence``
     "autograd", a non-zero initial state, no packed rows, inputs or parameters not float32, a
-    device other than CPU / CUDA). ElmoInputError for a ``train_recurrence`` or
+    device other than CPU / CUDA). ElmoConfigError (a ValueError) for a ``train_recurrence`` or
     ``train_gemm_dtype`` that is not one."""
     kind, dtype = lstm.train_recurrence, lstm.train_gemm_dtype
     if kind not in RECURRENCES:
-        raise ElmoInputError(f"ElmoLstm.train_recurrence = {kind!r}: expected one of {', '.join(RECURRENCES)}")
+        raise ElmoConfigError(f"ElmoLstm.train_recurrence = {kind!r}: expected one of {', '.join(RECURRENCES)}")
     if dtype not in TRAIN_GEMM_DTYPES:
-        raise ElmoInputError(f"ElmoLstm.train_gemm_dtype = {dtype}: expected torch.float32 or torch.bfloat16")
+        raise ElmoConfigError(f"ElmoLstm.train_gemm_dtype = {dtype}: expected torch.float32 or torch.bfloat16")
     usable = (kind != "autograd" and zero_state and inputs.shape[1] > 0 and inputs.dtype == torch.float32
               and lstm.w_input[0].dtype == torch.float32 and inputs.device.type in ("cpu", "cuda"))
     return TrainPath(resolve(kind, dtype)) if usable else None

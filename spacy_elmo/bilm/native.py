@@ -52,8 +52,8 @@ from typing import Dict, Optional
 
 import torch
 
+from ..errors import ElmoBuildError, ElmoConfigError
 from . import kernel_cache
-from .errors import ElmoError, ElmoInputError
 
 FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-std=c++17", "-shared",
          "-fPIC", "-w"]
@@ -65,18 +65,12 @@ MAIN = "spacy_elmo_lstmp.cpp"  # the one translation unit; it includes the heade
 KERNELS_ENV = "SPACY_ELMO_KERNELS"
 
 
-class NativeBuildError(ElmoError, RuntimeError):
-    """The native kernels cannot be built: no C++ compiler (set ``CXX``), C++ sources missing
-    from the install, or the compiler failed (the message ends with its output).
-    ``SPACY_ELMO_NATIVE=0`` runs without them. Subclasses :class:`RuntimeError`."""
-
-
 def sources() -> Dict[str, str]:
     """{file name: text} of the C++ sources in :data:`CSRC` (``*.cpp``, ``*.h``), sorted by name.
-    Raises NativeBuildError (a RuntimeError) if :data:`MAIN` is missing (an install without the package data)."""
+    Raises ElmoBuildError (a RuntimeError) if :data:`MAIN` is missing (an install without the package data)."""
     files = {p.name: p.read_text(encoding="utf-8") for p in sorted(CSRC.glob("*")) if p.suffix in (".cpp", ".h")}
     if MAIN not in files:
-        raise NativeBuildError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
+        raise ElmoBuildError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
     return files
 
 
@@ -137,7 +131,7 @@ def _compile(cxx: str, files: Dict[str, str], scratch: Path) -> Path:
     done = subprocess.run(_command(cxx, scratch / MAIN, out), capture_output=True, text=True,
                           timeout=BUILD_TIMEOUT_S)
     if done.returncode != 0:
-        raise NativeBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+        raise ElmoBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
     return out
 
 
@@ -146,7 +140,7 @@ def _load_library() -> Path:
     library through :func:`.kernel_cache.load`; returns the folder it was loaded from."""
     cxx = _compiler()
     if not cxx:
-        raise NativeBuildError("no C++ compiler found (set CXX)")
+        raise ElmoBuildError("no C++ compiler found (set CXX)")
     files = sources()
     folder = kernels_dir() / _key(cxx, files)
     return kernel_cache.load(folder, LIBRARY, lambda scratch: _compile(cxx, files, scratch), _dlopen)
@@ -162,11 +156,11 @@ OFF = ("0", "false", "no", "off")
 
 
 def enabled() -> bool:
-    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); ElmoInputError (a
+    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); ElmoConfigError (a
     ValueError) for a value that is neither that nor 1 / true / yes / on / empty."""
     value = os.environ.get("SPACY_ELMO_NATIVE", "").strip().lower()
     if value not in OFF + ("", "1", "true", "yes", "on"):
-        raise ElmoInputError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
+        raise ElmoConfigError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
     return value not in OFF
 
 
