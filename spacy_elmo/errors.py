@@ -140,7 +140,7 @@ class ElmoDownloadError(ElmoError, RuntimeError):
 
 
 class ElmoBuildError(ElmoError, RuntimeError):
-    """The native kernels of pretraining cannot be built: no C++ compiler (set ``CXX``), C++
+    """The native training kernels cannot be built: no C++ compiler (set ``CXX``), C++
     sources missing from the install, or the compiler failed (the message ends with its output).
     ``SPACY_ELMO_NATIVE=0`` runs without them. Subclasses :class:`RuntimeError`."""
 

@@ -66,7 +66,7 @@ def test_loading_bilm_imports_nothing_else_of_the_package():
 
 
 def test_no_python_module_holds_cpp_source():
-    """The native kernels' C++ lives in ``pretrain/csrc/``, not in Python strings."""
+    """The native kernels' C++ lives in ``bilm/csrc/``, not in Python strings."""
     package = BILM.parent
     holders = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
                if any(marker in path.read_text(encoding="utf-8") for marker in ("#include <", "TORCH_LIBRARY("))]
@@ -78,7 +78,7 @@ def test_cpp_sources_ship_as_package_data():
     import configparser
     import fnmatch
 
-    from spacy_elmo.pretrain import native
+    from spacy_elmo.bilm import native
 
     config = configparser.ConfigParser()
     config.read(BILM.parent.parent / "setup.cfg")
