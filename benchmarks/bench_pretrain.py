@@ -7,7 +7,7 @@ is that of a realistic continued run), for the same number of training tokens:
 - ``torch``: ``lstm_impl = "torch"``: plain torch modules under autograd, float32, batches of 2,000
   tokens, learning rate 0.0015;
 - ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
-  where they build: ``pretrain/native.py``), batches of ``--tokens-per-batch`` with the learning
+  where they build: ``bilm/native.py``), batches of ``--tokens-per-batch`` with the learning
   rate scaled by sqrt(batch ratio); the path column names the LSTM path that ran
   (``spacy_elmo.bilm.lstm_paths``) and "native" where the char CNN and the loss ran natively;
 - with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as

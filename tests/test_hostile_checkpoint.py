@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 
+from spacy_elmo.errors import ElmoModelFileError
 from spacy_elmo.pretrain import checkpoint
 from spacy_elmo.pretrain.train import pretrain
 
@@ -80,7 +81,7 @@ def _wait_for_step(path, step: int, proc, timeout: float = 120.0) -> None:
         try:
             if checkpoint.read(path)["state"]["step"] >= step:
                 return
-        except (FileNotFoundError, checkpoint.CheckpointError):
+        except (FileNotFoundError, ElmoModelFileError):
             pass
         time.sleep(0.05)
     raise AssertionError(f"no checkpoint at step {step} (exit code {proc.poll()})")

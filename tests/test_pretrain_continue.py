@@ -10,7 +10,7 @@ import torch
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.pretrain.batching import make_batch
-from spacy_elmo.pretrain.config import PretrainConfigError
+from spacy_elmo.errors import ElmoConfigError
 from spacy_elmo.pretrain.train import pretrain
 
 from helpers import write_corpus
@@ -108,7 +108,7 @@ def test_training_from_the_fixture_learns_and_round_trips(corpus, fixture_dir, t
 
 
 def test_a_model_value_that_contradicts_the_source_is_one_line(corpus, fixture_dir, tmp_path):
-    with pytest.raises(PretrainConfigError) as err:
+    with pytest.raises(ElmoConfigError) as err:
         _run(tmp_path / "run", corpus, fixture_dir, steps=1, **{"model.n_highway": 1})
     message = str(err.value)
     assert "\n" not in message

@@ -17,11 +17,11 @@ import numpy
 import torch
 
 from ..bilm import BiLM, integrity
-from ..bilm.errors import ElmoWeightsError
 from ..bilm.files import VOCAB_BYTES, read_text
 from ..bilm.finite import is_finite_number
 from ..bilm.sizes import check_size, out_of_memory
 from ..bilm.weights import float_dataset, open_hdf5, read_float
+from ..errors import ElmoModelFileError
 from .lm import LanguageModel, SoftmaxHead, softmax_cutoffs
 
 MODEL_FILES = ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")
@@ -57,16 +57,16 @@ def write_model(lm: LanguageModel, words: List[str], directory: str, meta: dict)
 
 def read_vocab(path: str) -> List[str]:
     """The words of a ``vocab.txt``, one a line (empty lines skipped; a regular file of at most
-    :data:`~spacy_elmo.bilm.files.VOCAB_BYTES`). Raises ElmoWeightsError naming the file."""
+    :data:`~spacy_elmo.bilm.files.VOCAB_BYTES`). Raises ElmoModelFileError naming the file."""
     try:
         text = read_text(path, VOCAB_BYTES, "vocabulary")
     except (OSError, UnicodeDecodeError) as e:
-        raise ElmoWeightsError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
+        raise ElmoModelFileError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
     return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line]
 
 
 def _head_attrs(f: h5py.File, path: str) -> Tuple[List[int], float, Optional[int]]:
-    """(cutoffs, div_value, vocab_size or None) of an open lm_head.hdf5; ElmoWeightsError if unreadable."""
+    """(cutoffs, div_value, vocab_size or None) of an open lm_head.hdf5; ElmoModelFileError if unreadable."""
     try:
         cutoffs = [int(c) for c in json.loads(f.attrs["cutoffs"])]
         div_value = float(f.attrs["div_value"])
@@ -74,7 +74,7 @@ def _head_attrs(f: h5py.File, path: str) -> Tuple[List[int], float, Optional[int
         if not is_finite_number(div_value):
             raise ValueError(f"div_value {div_value!r} is not a finite number")
     except (OSError, RuntimeError, KeyError, ValueError, TypeError, OverflowError) as e:
-        raise ElmoWeightsError(f"{path}: cannot read the LM head (truncated, or not written by "
+        raise ElmoModelFileError(f"{path}: cannot read the LM head (truncated, or not written by "
                                f"`python -m spacy_elmo pretrain`?): {e}", path=path) from e
     return cutoffs, div_value, vocab_size
 
@@ -82,13 +82,13 @@ def _head_attrs(f: h5py.File, path: str) -> Tuple[List[int], float, Optional[int
 def _head_shapes(projection_dim: int, words: List[str], cutoffs: List[int], div_value: float,
                  path: str) -> Dict[str, Tuple[int, ...]]:
     """Dataset name -> shape of the LM head these settings give (built on the meta device: nothing
-    is allocated). Raises ElmoWeightsError when the cutoffs do not fit the vocabulary."""
+    is allocated). Raises ElmoModelFileError when the cutoffs do not fit the vocabulary."""
     try:
         with torch.device("meta"):
             head = torch.nn.AdaptiveLogSoftmaxWithLoss(projection_dim, len(words), div_value=div_value,
                                                        cutoffs=softmax_cutoffs(cutoffs, len(words))[0])
     except ValueError as e:
-        raise ElmoWeightsError(f"{path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
+        raise ElmoModelFileError(f"{path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
                                f"vocab.txt ({e})", path=path) from e
     return {k: tuple(v.shape) for k, v in head.state_dict().items()}
 
@@ -101,7 +101,7 @@ def _read_head(paths: dict, options: dict) -> Tuple[dict, List[int], float, List
     with open_hdf5(head_path) as f:
         cutoffs, div_value, vocab_size = _head_attrs(f, head_path)
         if vocab_size is not None and vocab_size != len(words):
-            raise ElmoWeightsError(
+            raise ElmoModelFileError(
                 f"{paths['vocab.txt']}: vocab.txt has {len(words):,} words but lm_head.hdf5 was trained for "
                 f"{vocab_size:,} (truncated vocab.txt, or files from different models?)", path=paths["vocab.txt"])
         shapes = _head_shapes(options["lstm"]["projection_dim"], words, cutoffs, div_value, head_path)
@@ -117,7 +117,7 @@ def read_head(directory: str, options: dict) -> Optional[Tuple[Dict[str, torch.T
     (lm_head.hdf5 + vocab.txt), every dataset checked against the shapes vocab.txt and
     ``options`` imply before any is read; None when the directory has neither file (a biLM
     without a head, e.g. the official models). Raises FileNotFoundError when only one of the two
-    is there; ElmoWeightsError (a ValueError) naming the file as :func:`load_model`."""
+    is there; ElmoModelFileError (a ValueError) naming the file as :func:`load_model`."""
     paths = {name: os.path.join(directory, name) for name in ("lm_head.hdf5", "vocab.txt")}
     present = [name for name, path in paths.items() if os.path.exists(path)]
     if not present:
@@ -135,10 +135,10 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     directory: the biLM with ``BiLM.from_files`` (any options it reads, clipping included),
     the head with :func:`read_head`.
 
-    Raises FileNotFoundError naming the missing file; ElmoWeightsError (a ValueError) naming the
+    Raises FileNotFoundError naming the missing file; ElmoModelFileError (a ValueError) naming the
     file for an unreadable or malformed options.json, weights.hdf5 (or one failing its sha256),
     lm_head.hdf5, or a vocab.txt / lm_head.hdf5 / options.json that do not belong together (every
-    lm_head.hdf5 dataset's shape is checked before any is read); ElmoWeightsError for options
+    lm_head.hdf5 dataset's shape is checked before any is read); ElmoModelFileError for options
     above the size limit of :func:`~spacy_elmo.bilm.sizes.check_size` ($SPACY_ELMO_MAX_PARAMS),
     the LM head included; ElmoMemoryError (also a MemoryError) for a model larger than the
     physical memory or a MemoryError while loading.

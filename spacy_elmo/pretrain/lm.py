@@ -30,7 +30,7 @@ from torch.nn import functional as F
 from ..bilm import BiLM
 from ..bilm.chars import MAX_CHARS, N_CHARACTERS
 from ..bilm.indexer import ByteIndexer
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 from .token_encoder import encode_types
 
 LSTM_IMPLS = ("fused", "torch")
@@ -225,7 +225,7 @@ class LanguageModel(nn.Module):
     dropout: probability on each LSTM layer's input and on the top layer's output (training
     mode only); lstm_impl: "fused" or "torch" (module docstring); gemm_dtype: torch.float32 or
     torch.bfloat16 for the char CNN's and the softmax's products with "fused"; ops: the native
-    ops (:func:`native_ops`) or None. Raises PretrainConfigError (a ValueError) for an unknown
+    ops (:func:`native_ops`) or None. Raises ElmoConfigError (a ValueError) for an unknown
     lstm_impl, bfloat16 with "torch", or a head whose in_features is not the biLM's projection_dim.
     """
 
@@ -233,11 +233,11 @@ class LanguageModel(nn.Module):
                  gemm_dtype: torch.dtype = torch.float32, ops=None):
         super().__init__()
         if lstm_impl not in LSTM_IMPLS:
-            raise PretrainConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
+            raise ElmoConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
         if lstm_impl == "torch" and gemm_dtype != torch.float32:
-            raise PretrainConfigError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
+            raise ElmoConfigError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
         if softmax.in_features != bilm.projection_dim:
-            raise PretrainConfigError(f"the softmax head reads {softmax.in_features} features, the biLM gives "
+            raise ElmoConfigError(f"the softmax head reads {softmax.in_features} features, the biLM gives "
                                       f"{bilm.projection_dim} (projection_dim)")
         self.lstm_impl, self.gemm_dtype = lstm_impl, gemm_dtype
         self.bilm = bilm.requires_grad_(True)

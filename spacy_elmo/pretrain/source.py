@@ -19,9 +19,8 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..bilm import BiLM
-from ..bilm.errors import ElmoWeightsError
+from ..errors import ElmoConfigError, ElmoModelFileError
 from ..hub.resolve import resolve
-from .config import PretrainConfigError
 from .export import read_head
 from .lm import MODEL_KEYS, LanguageModel, SoftmaxHead, model_config
 from .widen import SHAPE_KEYS, widened_state_dict, width_change
@@ -62,7 +61,7 @@ def _files(init_from: str) -> Tuple[str, str, str]:
 def load_source(init_from: str) -> Source:
     """The biLM and LM head of ``init_from``. Raises FileNotFoundError (an unknown or not
     downloaded name, a directory without options.json and weights, an LM head without its
-    vocab.txt or the reverse) or ElmoWeightsError (a ValueError: malformed files), naming
+    vocab.txt or the reverse) or ElmoModelFileError (a ValueError: malformed files), naming
     ``[training] init_from``."""
     directory, options_file, weight_file = _files(init_from)
     for path in (options_file, weight_file):
@@ -75,14 +74,14 @@ def load_source(init_from: str) -> Source:
         return Source(init_from, bilm, read_head(directory, bilm.options))
     except FileNotFoundError as err:
         raise FileNotFoundError(f"{_where(init_from)}: {err}") from None
-    except ElmoWeightsError as err:
-        raise ElmoWeightsError(f"{_where(init_from)}: {err}", path=err.path, dataset=err.dataset) from None
+    except ElmoModelFileError as err:
+        raise ElmoModelFileError(f"{_where(init_from)}: {err}", path=err.path, dataset=err.dataset) from None
 
 
 def trained_options(cfg, source: Source, user_set: set) -> dict:
     """The options of the biLM to train from ``source``: the source's, with ``projection_dim`` /
     ``lstm_dim`` widened where the user set larger ones. Writes the resulting shape into
-    ``cfg["model"]`` (the run's config.cfg then records it). Raises PretrainConfigError (a
+    ``cfg["model"]`` (the run's config.cfg then records it). Raises ElmoConfigError (a
     ValueError, one line) for a ``[model]`` value in ``user_set`` (``"model.key"`` names) that
     differs from the source's, naming both."""
     have = model_config(source.bilm.options)
@@ -93,7 +92,7 @@ def trained_options(cfg, source: Source, user_set: set) -> dict:
             if key in SHAPE_KEYS and isinstance(want, int) and want > have[key]:
                 options["lstm"]["dim" if key == "lstm_dim" else key] = want
                 continue
-            raise PretrainConfigError(f"[model] {key} = {want!r} contradicts {_where(source.name)}, whose {key} is "
+            raise ElmoConfigError(f"[model] {key} = {want!r} contradicts {_where(source.name)}, whose {key} is "
                                       f"{have[key]!r}: remove [model] {key} (the shape comes from the source)")
         cfg["model"][key] = have[key]
     return options
@@ -113,12 +112,12 @@ def source_lm(source: Source, vocab_size: int, softmax_cfg: dict) -> LanguageMod
 
 def warm_start(lm: LanguageModel, source: LanguageModel, init_from: str) -> dict:
     """Load source's weights into lm, widened (:mod:`.widen`) where lm's projection or cells are
-    larger; returns the width change ({} if none). Raises PretrainConfigError (a ValueError)
+    larger; returns the width change ({} if none). Raises ElmoConfigError (a ValueError)
     naming [training] init_from for any other difference of architecture."""
     try:
         change = width_change(source, lm)
         lm.load_state_dict(widened_state_dict(source, lm) if change else source.state_dict())
     except (RuntimeError, ValueError) as err:
-        raise PretrainConfigError(f"{_where(init_from)}: its architecture differs from [model] / [softmax] of "
+        raise ElmoConfigError(f"{_where(init_from)}: its architecture differs from [model] / [softmax] of "
                                   f"this config ({str(err).splitlines()[0]})") from None
     return change

@@ -18,11 +18,12 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..bilm import lstm_paths
+from ..errors import ElmoConfigError, ElmoDataError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
 from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
-from .config import PretrainConfigError, load_config, user_keys
-from .corpus import CorpusError, build_vocab, map_types_to_words
+from .config import load_config, user_keys
+from .corpus import build_vocab, map_types_to_words
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
 from .export import write_model
@@ -67,7 +68,7 @@ def make_lm(cfg, vocab_size: int, options: Optional[dict] = None,
     """The training LanguageModel of a config, randomly initialised, on its [training] device,
     and how it runs (for meta.json). options: the biLM's options.json (default: the [model]
     section's, :func:`.lm.model_options`); softmax_cfg: cutoffs and div_value (default:
-    [softmax]). Raises PretrainConfigError (a ValueError) for an unknown or unavailable device or
+    [softmax]). Raises ElmoConfigError (a ValueError) for an unknown or unavailable device or
     precision."""
     s = training_settings(cfg)
     impl = s.lstm_impl
@@ -173,9 +174,9 @@ def pretrain(
     the key for an unknown or mistyped setting (see :func:`.config.load_config`), or for a
     ``from_stable`` schedule that would decay before the stable checkpoint's step. A ``[training]
     init_from`` (any model name or directory ``BiLM.from_pretrained`` loads: :mod:`.source`) that
-    does not load raises (before the corpus is tokenised) FileNotFoundError or ElmoWeightsError
+    does not load raises (before the corpus is tokenised) FileNotFoundError or ElmoModelFileError
     (a ValueError) naming ``[training] init_from``; a ``[model]`` value given in the config file
-    or an override that differs from the source's raises PretrainConfigError (a ValueError)
+    or an override that differs from the source's raises ElmoConfigError (a ValueError)
     naming both (except a wider projection or more cells: see :mod:`.widen`).
     """
     out = Path(output_dir)
@@ -245,7 +246,7 @@ def _check_extends_stable_phase(s: TrainingSettings, step: int) -> None:
     """A stable checkpoint continues only into a schedule whose decay starts at or after it."""
     start = decay_start_step(s.warmup_steps, s.max_steps, s.decay_steps)
     if not s.decay_steps or start < step:
-        raise PretrainConfigError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] "
+        raise ElmoConfigError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] "
                                   "max_steps = "
                                   f"{s.max_steps:,} with decay_steps = {s.decay_steps:,} starts "
                                   f"the decay at step {start:,}: raise max_steps to at least "
@@ -391,7 +392,7 @@ class _Loop:
         run = self.run
         batches = epoch_batches(run.corpus["train"], run.tpb, self.s.seed, run.state["epoch"])
         if len(batches) < self.per_step:
-            raise CorpusError(f"An epoch has {len(batches)} batches, fewer than one step takes "
+            raise ElmoDataError(f"An epoch has {len(batches)} batches, fewer than one step takes "
                               f"({run.ranks.world} rank(s) x accumulate_batches {self.s.accumulate_batches}): use a "
                               "larger corpus or smaller [training] tokens_per_batch")
         return batches

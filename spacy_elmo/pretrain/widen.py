@@ -26,7 +26,7 @@ from typing import Dict
 
 import torch
 
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 from .lm import LanguageModel
 
 SHAPE_KEYS = ("projection_dim", "lstm_dim")
@@ -41,22 +41,22 @@ def _fixed_options(lm: LanguageModel) -> dict:
 
 def width_change(source: LanguageModel, target: LanguageModel) -> Dict[str, list]:
     """{"projection_dim": [P, P'], "lstm_dim": [C, C']} for the dims that grow; empty if none.
-    Raises PretrainConfigError (a ValueError) if a dim shrinks or anything other than those two
+    Raises ElmoConfigError (a ValueError) if a dim shrinks or anything other than those two
     differs."""
     src, dst = _fixed_options(source), _fixed_options(target)
     for key, what in (("lstm", "n_layers, use_skip_connections and the clipping"),
                       ("char_cnn", "the char CNN's filters and highway layers")):
         if src[key] != dst[key]:
-            raise PretrainConfigError(f"{what} must match to widen (source {src[key]}, target {dst[key]})")
+            raise ElmoConfigError(f"{what} must match to widen (source {src[key]}, target {dst[key]})")
     if src != dst:
-        raise PretrainConfigError("the biLM options other than lstm_dim and projection_dim must match to widen")
+        raise ElmoConfigError("the biLM options other than lstm_dim and projection_dim must match to widen")
     if source.softmax.n_classes != target.softmax.n_classes or source.softmax.cutoffs != target.softmax.cutoffs:
-        raise PretrainConfigError("the softmax vocabulary and cutoffs must match to widen")
+        raise ElmoConfigError("the softmax vocabulary and cutoffs must match to widen")
     change = {}
     for key in SHAPE_KEYS:
         old, new = getattr(source, key), getattr(target, key)
         if new < old:
-            raise PretrainConfigError(f"{key} {new} is smaller than the source's {old}: a model can only be widened")
+            raise ElmoConfigError(f"{key} {new} is smaller than the source's {old}: a model can only be widened")
         if new > old:
             change[key] = [old, new]
     return change
@@ -76,7 +76,7 @@ GATE_PARAMS = ("bilm.lstm.w_input.", "bilm.lstm.w_state.", "bilm.lstm.bias.")
 def widened_state_dict(source: LanguageModel, target: LanguageModel) -> Dict[str, torch.Tensor]:
     """target's state dict with source's trained weights embedded as in the module docstring.
     target's own (random) initialisation fills the new weights that may be random. Raises
-    PretrainConfigError as :func:`width_change`."""
+    ElmoConfigError as :func:`width_change`."""
     width_change(source, target)
     src = source.state_dict()
     out = {k: v.detach().clone() for k, v in target.state_dict().items()}

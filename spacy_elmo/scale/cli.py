@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import ScaleError
+from ..errors import ElmoConfigError
 
 RAY_FLAG = "--ray"
 LOCAL = "local"
@@ -74,9 +74,9 @@ def optional_value(argv: List[str], flag: str = RAY_FLAG, value: str = LOCAL) ->
 
 
 def check_ray_options(ray: Optional[str], actors: Optional[int], cpus: float, gpus: float) -> None:
-    """Raise ScaleError (a ValueError) if a pool option is given without --ray."""
+    """Raise ElmoConfigError (a ValueError) if a pool option is given without --ray."""
     if ray is None and (actors is not None or cpus != 1.0 or gpus != 0.0):
-        raise ScaleError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
+        raise ElmoConfigError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
 
 
 def run(input_path: str, output: str, ray: str, **kwargs) -> str:
