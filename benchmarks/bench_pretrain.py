@@ -42,7 +42,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain import recurrent as recurrent_mod, train as train_mod  # noqa: E402
+from spacy_elmo.bilm import lstm_train  # noqa: E402
+from spacy_elmo.pretrain import train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
@@ -82,6 +83,14 @@ def flops_per_token(options: dict, batch_types_per_token: float, vocab_head: int
     return 3 * (lstm_f + char_f + softmax_f)
 
 
+def shape_overrides(options: dict) -> dict:
+    """The [model] values of a biLM's options.json (the shipped en_elmo_small: projection 256, 1,024
+    cells, 2 layers, skip connections), so a run from scratch has the shipped shape too."""
+    lstm = options["lstm"]
+    return {"model.projection_dim": lstm["projection_dim"], "model.lstm_dim": lstm["dim"],
+            "model.n_layers": lstm["n_layers"], "model.use_skip_connections": bool(lstm.get("use_skip_connections"))}
+
+
 def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = True) -> dict:
     """pretrain() for n_tokens, with each training step's wall and CPU time, tokens and loss
     captured from the training loop. native False: without the native kernels."""
@@ -100,16 +109,16 @@ def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = Tru
         tokens.append(int((batch["targets"] >= 0).sum()) - len(batch["targets"]))  # forward predictions
         return batch
 
-    saved_native = dict(recurrent_mod._NATIVE)
+    saved_native = dict(lstm_train._NATIVE)
     if not native:
-        recurrent_mod._NATIVE["ops"] = None
+        lstm_train._NATIVE["ops"] = None
     train_mod._Run.step, train_mod.make_batch = timed_step, counting_make_batch
     try:
         meta = train_mod.pretrain(str(out), None, dict(overrides, **{"training.max_tokens": n_tokens}), progress=False)
     finally:
         train_mod._Run.step, train_mod.make_batch = original_step, original_batch
-        recurrent_mod._NATIVE.clear()
-        recurrent_mod._NATIVE.update(saved_native)
+        lstm_train._NATIVE.clear()
+        lstm_train._NATIVE.update(saved_native)
     steps = meta["training"]["steps"]
     timed = steps_seen[3:]  # the first steps compile (torch.compile) and warm the buffers
     tail = steps_seen[len(steps_seen) * 3 // 4:]
@@ -160,6 +169,7 @@ def main():
         "training.final_lr_fraction": 1.0,
         "training.init_from": args.init_from or None,
         "model.dropout": 0.0,
+        **shape_overrides(json.loads((MODEL / "options.json").read_text())),
     }
     fused = {"training.lstm_impl": "fused", "training.precision": "auto", "training.compile": True,
              "training.tokens_per_batch": args.tokens_per_batch,

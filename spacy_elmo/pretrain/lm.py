@@ -224,13 +224,15 @@ class LanguageModel(nn.Module):
 
     dropout: probability on each LSTM layer's input and on the top layer's output (training
     mode only); lstm_impl: "fused" or "torch" (module docstring); gemm_dtype: torch.float32 or
-    torch.bfloat16 for the char CNN's and the softmax's products with "fused"; ops: the native
-    ops (:func:`native_ops`) or None. Raises ElmoConfigError (a ValueError) for an unknown
+    torch.bfloat16 for the products of the LSTMs' training path, the char CNN and the softmax
+    with "fused"; ops: the native ops (:func:`native_ops`) or None; recurrence: the LSTMs'
+    ``train_recurrence`` with "fused" (:data:`spacy_elmo.bilm.lstm_train.RECURRENCES`; "torch"
+    runs them on the autograd path). Raises ElmoConfigError (a ValueError) for an unknown
     lstm_impl, bfloat16 with "torch", or a head whose in_features is not the biLM's projection_dim.
     """
 
     def __init__(self, bilm: BiLM, softmax: SoftmaxHead, dropout: float = 0.0, lstm_impl: str = "fused",
-                 gemm_dtype: torch.dtype = torch.float32, ops=None):
+                 gemm_dtype: torch.dtype = torch.float32, ops=None, recurrence: str = "eager"):
         super().__init__()
         if lstm_impl not in LSTM_IMPLS:
             raise ElmoConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
@@ -241,6 +243,8 @@ class LanguageModel(nn.Module):
                                       f"{bilm.projection_dim} (projection_dim)")
         self.lstm_impl, self.gemm_dtype = lstm_impl, gemm_dtype
         self.bilm = bilm.requires_grad_(True)
+        bilm.lstm.train_recurrence = "autograd" if lstm_impl == "torch" else recurrence
+        bilm.lstm.train_gemm_dtype = gemm_dtype
         self.softmax = softmax
         self.dropout = nn.Dropout(float(dropout))
         # native char CNN and loss: "fused" with byte characters (the native convolution reads

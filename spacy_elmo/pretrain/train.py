@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from ..bilm import lstm_paths
+from ..bilm import lstm_paths, lstm_train
 from ..errors import ElmoConfigError, ElmoDataError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
@@ -76,18 +76,24 @@ def make_lm(cfg, vocab_size: int, options: Optional[dict] = None,
     dtype, reason = resolve_precision(s.precision, str(device))
     if impl == "torch":
         dtype, reason = torch.float32, "float32 (lstm_impl = 'torch')"
-    ops = native_ops() if s.compile and impl == "fused" and device.type == "cpu" else None
+    fast = s.compile and impl == "fused" and device.type == "cpu"
+    ops = native_ops() if fast else None
+    # the LSTMs' training path: the native recurrence, else torch.compile'd cells, else eager steps
+    recurrence = "native" if fast else "eager"
     softmax_cfg = softmax_cfg or dict(cfg["softmax"])
     lm = LanguageModel.new(options or model_options(cfg["model"]), softmax_cfg, vocab_size,
-                           dropout=float(cfg["model"]["dropout"]), lstm_impl=impl, gemm_dtype=dtype, ops=ops).to(device)
+                           dropout=float(cfg["model"]["dropout"]), lstm_impl=impl, gemm_dtype=dtype, ops=ops,
+                           recurrence=recurrence).to(device)
     kept, dropped = softmax_cutoffs(softmax_cfg["cutoffs"], vocab_size)
     if dropped:
         _log(f"[softmax] cutoffs {dropped} are not below the softmax vocabulary of {vocab_size:,} words "
              f"(vocab.size = {int(cfg['vocab']['size']):,}): dropped, clusters at {kept}")
     probe = torch.zeros(2, 1, lm.projection_dim, device=device, requires_grad=True)
     lstm_path = type(lstm_paths.choose(lm.bilm.lstm, probe)).__name__
+    cells = "autograd" if impl == "torch" else lstm_train.cells_kind(lstm_train.resolve(recurrence, dtype))
     path = {"device": str(device), "lstm_impl": impl, "precision": str(dtype).replace("torch.", ""),
             "precision_reason": reason, "native_ops": lm.native_ops is not None, "lstm_path": lstm_path,
+            "compiled_cells": cells in ("native", "inductor"), "cells": cells,
             "cpu": cpu_name(), "threads": torch.get_num_threads()}
     if device.type == "cuda":
         path["gpu"] = torch.cuda.get_device_name(device)
