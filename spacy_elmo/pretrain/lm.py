@@ -12,14 +12,17 @@ clipping, skip connections) and LSTM (:class:`spacy_elmo.bilm.lstm.ElmoLstm`, ru
 :func:`spacy_elmo.bilm.lstm_paths.choose` picks under autograd), so a checkpoint's biLM is
 written with :meth:`BiLM.save <spacy_elmo.bilm.BiLM.save>` and any biLM that
 ``BiLM.from_pretrained`` loads can be trained further (:mod:`.train`, ``[training] init_from``).
-``lstm_impl`` picks how the char CNN and the softmax run around it:
+``lstm_impl`` picks how it runs:
 
-- ``"fused"`` (default): with the native ops (:mod:`.native`, ``compile`` true, on CPU), the char
-  CNN's convolutions (:func:`.token_encoder.encode_types`) and the softmax's loss
-  (:func:`fused_adaptive_nll`) run fused, with products in ``gemm_dtype`` (float32, or bfloat16
-  on CPUs that have it: :func:`.hardware.resolve_precision`);
-- ``"torch"``: plain torch modules under autograd, float32 (the reference).
+- ``"fused"`` (default): the LSTMs on the training path (:mod:`spacy_elmo.bilm.lstm_train`,
+  products in ``gemm_dtype``: float32, or bfloat16 on CPUs that have it:
+  :func:`.hardware.resolve_precision`); with the native ops (:mod:`spacy_elmo.bilm.native`,
+  ``compile`` true, on CPU) the LSTMs' recurrence, the char CNN's convolutions
+  (:func:`.token_encoder.encode_types`) and the softmax's loss (:func:`fused_adaptive_nll`) run
+  as C++ ops;
+- ``"torch"``: plain torch modules under autograd (the LSTMs step by step), float32 (the reference).
 """
+import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
@@ -27,7 +30,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..bilm import BiLM
+from ..bilm import BiLM, lstm_train
 from ..bilm.chars import MAX_CHARS, N_CHARACTERS
 from ..bilm.indexer import ByteIndexer
 from ..errors import ElmoConfigError
@@ -74,7 +77,7 @@ FUSED_LOSS_LOGITS = 1 << 20
 class _LinearCrossEntropy(torch.autograd.Function):
     """``scale * sum_n nll_n`` and ``nll`` (M,) float32 (not differentiable), where
     nll_n = -log softmax(h_n W^T)[target_n], computed chunk by chunk of rows with the native
-    ``cross_entropy_rows`` op (:mod:`.native`): per chunk one product for the logits (in ``dtype``,
+    ``cross_entropy_rows`` op (:mod:`spacy_elmo.bilm.native`): per chunk one product for the logits (in ``dtype``,
     as autocast runs it), one pass for the cross-entropy that overwrites them with their gradient
     ``scale * (softmax - onehot)``, rounded once to ``dtype`` (what autocast's backward feeds its
     products), and two products for the gradients of h and W, which are kept for backward
@@ -174,13 +177,45 @@ def model_config(options: dict) -> dict:
     return out
 
 
-def native_ops():
-    """The native ops of :mod:`.native` (checked once per process), or None where they cannot be
-    built or disagree (a warning then says why)."""
-    from .recurrent import native_recurrence
+def check_cross_entropy(ops, dtype: torch.dtype) -> None:
+    """RuntimeError where the native ``cross_entropy_rows`` (of :func:`fused_adaptive_nll`)
+    disagrees with torch's cross-entropy, loss or gradient (7 rows of 50 logits in ``dtype``;
+    tolerance 1e-5 in float32, 1e-2 in bfloat16)."""
+    gen = torch.Generator().manual_seed(1)
+    logits = (torch.randn(7, 50, generator=gen) * 4).to(dtype)
+    target = torch.randint(0, 50, (7,), generator=gen)
+    ref = logits.float().requires_grad_(True)
+    want = F.cross_entropy(ref, target, reduction="none")
+    (want.sum() * 0.25).backward()
+    got_grad = logits.clone()
+    got = ops.cross_entropy_rows(got_grad, target, 0.25, True)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    if not (torch.allclose(got, want.detach(), atol=tol, rtol=tol)
+            and torch.allclose(got_grad.float(), ref.grad, atol=tol, rtol=tol)):
+        raise RuntimeError(f"the native cross-entropy disagrees with torch's ({dtype})")
 
-    native = native_recurrence()
-    return None if native is None else native.ops
+
+_LOSS_OPS: dict = {}
+
+
+def native_ops():
+    """The native ops of :mod:`spacy_elmo.bilm.native` for the char CNN and the fused loss: those
+    of :func:`spacy_elmo.bilm.lstm_train.native_recurrence` (built on first use, the LSTM ops
+    checked) whose cross-entropy also passes :func:`check_cross_entropy` in float32 and bfloat16,
+    once per process; None where they cannot be built or disagree (a warning then says why)."""
+    if "ops" not in _LOSS_OPS:
+        native = lstm_train.native_recurrence()
+        ops = None if native is None else native.ops
+        if ops is not None:
+            try:
+                for dtype in lstm_train.TRAIN_GEMM_DTYPES:
+                    check_cross_entropy(ops, dtype)
+            except Exception as err:  # noqa: BLE001 - a wrong or failing kernel: run without it
+                warnings.warn(f"the native kernels failed their check ({type(err).__name__}: "
+                              f"{str(err).splitlines()[0][:200] if str(err) else ''}); not using them")
+                ops = None
+        _LOSS_OPS["ops"] = ops
+    return _LOSS_OPS["ops"]
 
 
 class SoftmaxHead(nn.AdaptiveLogSoftmaxWithLoss):
