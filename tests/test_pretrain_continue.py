@@ -103,8 +103,9 @@ def test_training_from_the_fixture_learns_and_round_trips(corpus, fixture_dir, t
     again = BiLM.from_pretrained(str(tmp_path / "again")).embed_sentences([s.split() for s in SENTENCES])
     for a, b, sentence in zip(after, again, SENTENCES):
         numpy.testing.assert_array_equal(a, b)
-        # the training path (autograd) of the trained module gives the same layers
-        numpy.testing.assert_allclose(lm_layers(lm, sentence.split()).numpy(), b, atol=1e-6, rtol=0)
+        # the trained module's LSTM training path (float32, its own order of sums) gives the same
+        # layers within float32 rounding
+        numpy.testing.assert_allclose(lm_layers(lm, sentence.split()).numpy(), b, atol=1e-6, rtol=1e-6)
 
 
 def test_a_model_value_that_contradicts_the_source_is_one_line(corpus, fixture_dir, tmp_path):
