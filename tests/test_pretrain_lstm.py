@@ -212,7 +212,7 @@ def test_native_char_cnn_equals_char_cnn(native):
 
 
 @pytest.mark.slow
-def test_native_trainer_takes_the_steps_of_the_autograd_trainer_and_resumes_exactly(corpus, tmp_path, native):  # noqa: F811
+def test_native_trainer_matches_the_autograd_trainer_and_resumes_exactly(corpus, tmp_path, native):  # noqa: F811
     """compile = true (native recurrences, fused loss, native char CNN), float32: the parameters of
     the autograd trainer after 12 steps (within float32 rounding), and a resumed run ends exactly
     where an uninterrupted one does."""

@@ -77,10 +77,10 @@ FUSED_LOSS_LOGITS = 1 << 20
 class _LinearCrossEntropy(torch.autograd.Function):
     """``scale * sum_n nll_n`` and ``nll`` (M,) float32 (not differentiable), where
     nll_n = -log softmax(h_n W^T)[target_n], computed chunk by chunk of rows with the native
-    ``cross_entropy_rows`` op (:mod:`spacy_elmo.bilm.native`): per chunk one product for the logits (in ``dtype``,
-    as autocast runs it), one pass for the cross-entropy that overwrites them with their gradient
-    ``scale * (softmax - onehot)``, rounded once to ``dtype`` (what autocast's backward feeds its
-    products), and two products for the gradients of h and W, which are kept for backward
+    ``cross_entropy_rows`` op (:mod:`spacy_elmo.bilm.native`): per chunk one product for the
+    logits (in ``dtype``, as autocast runs it), one pass for the cross-entropy that overwrites
+    them with their gradient ``scale * (softmax - onehot)``, rounded once to ``dtype`` (what
+    autocast's backward feeds its products), and two products for the gradients of h and W, which are kept for backward
     (which only scales them). The (M, V) logits are never stored whole nor in float32.
 
     forward(h (M, K), weight (V, K) float32, target (M,) int64, dtype, scale, want_grad, ops)."""
