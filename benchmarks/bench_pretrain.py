@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from spacy_elmo.bilm import lstm_train  # noqa: E402
-from spacy_elmo.pretrain import train as train_mod  # noqa: E402
+from spacy_elmo.pretrain import lm as lm_mod, train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
@@ -109,9 +109,9 @@ def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = Tru
         tokens.append(int((batch["targets"] >= 0).sum()) - len(batch["targets"]))  # forward predictions
         return batch
 
-    saved_native = dict(lstm_train._NATIVE)
-    if not native:
-        lstm_train._NATIVE["ops"] = None
+    saved_native, saved_loss = dict(lstm_train._NATIVE), dict(lm_mod._LOSS_OPS)
+    if not native:  # the LSTMs' recurrence, the char CNN and the loss without the native ops
+        lstm_train._NATIVE["ops"] = lm_mod._LOSS_OPS["ops"] = None
     train_mod._Run.step, train_mod.make_batch = timed_step, counting_make_batch
     try:
         meta = train_mod.pretrain(str(out), None, dict(overrides, **{"training.max_tokens": n_tokens}), progress=False)
@@ -119,6 +119,8 @@ def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = Tru
         train_mod._Run.step, train_mod.make_batch = original_step, original_batch
         lstm_train._NATIVE.clear()
         lstm_train._NATIVE.update(saved_native)
+        lm_mod._LOSS_OPS.clear()
+        lm_mod._LOSS_OPS.update(saved_loss)
     steps = meta["training"]["steps"]
     timed = steps_seen[3:]  # the first steps compile (torch.compile) and warm the buffers
     tail = steps_seen[len(steps_seen) * 3 // 4:]
