@@ -9,7 +9,8 @@ is that of a realistic continued run), for the same number of training tokens:
 - ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
   where they build: ``bilm/native.py``), batches of ``--tokens-per-batch`` with the learning
   rate scaled by sqrt(batch ratio); the path column names the LSTM path that ran
-  (``spacy_elmo.bilm.lstm_paths``) and "native" where the char CNN and the loss ran natively;
+  (``spacy_elmo.bilm.lstm_paths``) and its cells (native, inductor or eager), and "native" where the
+  char CNN and the loss ran natively;
 - with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as
   ``SPACY_ELMO_NATIVE=0``: torch.compile'd cells, autocast softmax and char CNN), the trainer
   before them.
@@ -209,7 +210,7 @@ def main():
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
         p = r["path"]
-        lstm = p.get("lstm_path") or p.get("cells", "compiled" if p.get("compiled_cells") else "eager")
+        lstm = "/".join(x for x in (p.get("lstm_path"), p.get("cells")) if x) or "eager"
         path = f"{p['lstm_impl']}/{p['precision']}/{lstm}" + ("/native" if p.get("native_ops") else "")
         print(f"{r['name']:10} {path:32} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
               f"{r['tok_s']:>8,.0f} {r['tok_cpu_s']:>9,.0f} "
