@@ -24,7 +24,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import srsly
@@ -126,7 +125,6 @@ def main(argv=None) -> None:
     print(json.dumps(ppl, indent=1), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     f1 = {"base": [], "before": [], "after": []}
-    started = time.time()
     for seed in args.seeds:
         for label, model in (("base", None), ("before", args.before), ("after", after)):
             f1[label].append(ner_f1(label, model, seed, args.out, args.threads))
@@ -140,8 +138,7 @@ def main(argv=None) -> None:
         "heldout": {name: {"file": str(texts[name]), **values} for name, values in ppl.items()},
         "ner": {"data": "WNUT-17 train / dev (corpus/wnut17 from convert-wnut)", "setting": NER_SETTING,
                 "config": "configs/ner_base.cfg, configs/ner_elmo.cfg (frozen biLM)", "seeds": args.seeds,
-                **{label: spread(scores) for label, scores in f1.items()}, "after_minus_before": spread(diff),
-                "minutes": (time.time() - started) / 60},
+                **{label: spread(scores) for label, scores in f1.items()}, "after_minus_before": spread(diff)},
         "command": "python dev/domain_adaptation.py " + " ".join(sys.argv[1:] if argv is None else argv),
     }
     print(json.dumps(record["ner"], indent=1))
