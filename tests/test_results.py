@@ -125,3 +125,17 @@ def test_a_wrong_number_or_another_model_without_saying_so_fails():
 
 def test_the_model_card_and_the_readme_model_table_are_what_meta_json_gives():
     assert load_script("dev/model_card.py").main(["--check"]) == 0
+
+
+def test_the_continued_pretraining_example_quotes_its_record():
+    """The domain-adaptation example's tables (perplexity before / after, WNUT-17 F1) sit inside
+    the block of its record, which is the record of a run that started from the shipped model."""
+    quoted = dict(blocks("docs/pretraining.md"))
+    text = quoted["docs/results/domain_adaptation.json"]
+    page = (REPO / "docs" / "pretraining.md").read_text(encoding="utf-8")
+    section = page[page.index("### Measured: `en_elmo_small`"):page.index("## Wider from a trained model")]
+    tables = re.findall(r"^\|.*\|$", section, re.M)
+    assert len(tables) >= 8 and all(row in text for row in tables), "a table of the example outside its record block"
+    record = json.loads((REPO / "docs" / "results" / "domain_adaptation.json").read_text(encoding="utf-8"))
+    assert {k: record["model"][k] for k in ("lineage_tokens", "weights_sha256")} == shipped_identity()
+    assert record["tuned"]["weights_sha256"] != record["model"]["weights_sha256"]
