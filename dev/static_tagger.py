@@ -73,11 +73,34 @@ def distil(args) -> dict:
 
 
 def timed_run(label: str, model, overrides: list, args) -> dict:
-    """One demo run (:func:`demo_seeds.run_once`) with its wall time (None when it was reused)."""
-    fresh = not (args.workdir / f"tagger-{label}-s{args.seed}.json").is_file()
+    """One demo run (:func:`demo_seeds.run_once`) and its wall time, kept beside its scores
+    (``tagger-LABEL-sSEED.seconds.json``) so that a re-run that reuses the run reports it too."""
+    name = args.workdir / f"tagger-{label}-s{args.seed}"
+    timing = Path(f"{name}.seconds.json")
+    fresh = not Path(f"{name}.json").is_file()
     start = time.perf_counter()
     score = run_once("tagger", label, model, args.seed, args.workdir, overrides)
-    return {"upos": score, "seconds": time.perf_counter() - start if fresh else None}
+    if fresh:
+        srsly.write_json(timing, {"seconds": time.perf_counter() - start})
+    return {"upos": score, "seconds": srsly.read_json(timing)["seconds"] if timing.is_file() else None}
+
+
+def coverage(table: Path, corpora: dict) -> dict:
+    """{name: {"tokens", "token_coverage", "type_coverage"}}: the share in percent of the tokens
+    (and of the distinct words) of each ``.spacy`` corpus that have a row in the table. spaCy's StaticVectors
+    looks a token up by its exact text (ORTH); a token without a row gets a zero vector."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.load(table)
+    rows = nlp.vocab.vectors.key2row
+    out = {}
+    for name, path in corpora.items():
+        words = [t.orth for doc in DocBin().from_disk(path).get_docs(nlp.vocab) for t in doc]
+        types = set(words)
+        out[name] = {"tokens": len(words), "token_coverage": 100 * sum(w in rows for w in words) / len(words),
+                     "type_coverage": 100 * sum(w in rows for w in types) / len(types)}
+    return out
 
 
 def table_record(d: dict) -> dict:
@@ -128,9 +151,12 @@ def main(argv=None) -> None:
         "command": "python dev/static_tagger.py " + " ".join((argv if argv is not None else sys.argv[1:])),
         "machine": f"{cpu_name()}, {os.cpu_count()} cores shared with other jobs (load average at start {load})",
         "table": table_record(d),
+        "table_coverage": coverage(args.workdir / "table" / "spacy", {
+            split: Path(f"corpus/demo/ewt-{split}.spacy") for split in ("train", "dev")}),
         "runs": runs,
         "gains": {name: r["upos"] - runs["baseline"]["upos"] for name, r in runs.items() if name != "baseline"},
     }
+    record["static_share_of_elmo_gain_pct"] = 100 * record["gains"]["static"] / record["gains"]["elmo"]
     if args.json:
         srsly.write_json(args.json, record)
 

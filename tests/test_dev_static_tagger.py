@@ -46,3 +46,18 @@ def test_the_record_describes_the_table_from_its_card(tiny_model, tmp_path, monk
     assert row["corpus"]["slice"].startswith("the first 2 lines of each file")
     assert (row["distil_seconds"], row["distil_peak_rss_mb"]) == (12.5, 300.0)
     assert row["vectors_name"] == card["vectors_name"] and json.loads(json.dumps(row))["words"] == 3
+
+
+def test_coverage_counts_the_tokens_with_a_row_by_their_exact_text(tiny_model, tmp_path):
+    from spacy.tokens import Doc, DocBin
+
+    tagger = load_script("dev/static_tagger.py")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat .\nthe dog sat .\n", encoding="utf-8")
+    distil_vectors(tiny_model.directory, [str(corpus)], str(tmp_path / "table"), min_count=2, progress=False)
+    vocab = spacy.blank("en").vocab
+    DocBin(docs=[Doc(vocab, words=["The", "cat", "sat", "."]), Doc(vocab, words=["the", "the", "bird"])]).to_disk(
+        tmp_path / "d.spacy")
+    got = tagger.coverage(tmp_path / "table" / "spacy", {"dev": tmp_path / "d.spacy"})
+    # rows: the, sat, "." ("The" is another text: no row, as StaticVectors looks tokens up by ORTH)
+    assert got == {"dev": {"tokens": 7, "token_coverage": 100 * 4 / 7, "type_coverage": 50.0}}
