@@ -250,11 +250,17 @@ def main(argv=None) -> None:
     record["views"] = compare({**view_tables(lm), f"distilled {card['view']}": table,
                                f"word2vec@{args.slices[0]}": w2v[f"word2vec@{args.slices[0]}"]})
     record["views_run"] = dict(lm["stats"], contexts_per_word=args.contexts)
+    same = f"word2vec@{args.slices[0]}"
+    record["default_minus_word2vec_same_slice"] = {
+        name: round(row[f"distilled {card['view']}"]["rho_common"] - row[same]["rho_common"], 4)
+        for name, row in record["tables"].items()}
     from spacy_elmo.bilm.integrity import sha256
 
     meta_path = os.path.join(card["model"]["path"], "meta.json")
     meta = json.load(open(meta_path)) if os.path.isfile(meta_path) else {}
-    record.update(model={"name": card["model"]["name"], "digest": card["model"]["digest"],
+    record.update(command="python benchmarks/static_similarity_checks.py " + " ".join(
+                      argv if argv is not None else sys.argv[1:]),
+                  model={"name": os.path.basename(os.path.normpath(card["model"]["name"])), "digest": card["model"]["digest"],
                          "weights_sha256": sha256(os.path.join(card["model"]["path"], "weights.hdf5")),
                          "lineage_tokens": (meta.get("training") or {}).get("lineage_tokens")},
                   table={"view": card["view"], "words": card["counts"]["words"], "tokens": card["counts"]["tokens"],
