@@ -239,7 +239,8 @@ def main(argv=None) -> None:
                          f"--slices[0] = {args.slices[0]}")
     k = table.vectors.shape[1] // 100
     systems = {f"distilled {card['view']}": table,
-               f"distilled {card['view']} centred": table.with_vectors(postprocess.apply(table.vectors, centre=True)[0]),
+               f"distilled {card['view']} centred": table.with_vectors(
+                   postprocess.apply(table.vectors, centre=True)[0]),
                f"distilled {card['view']} abtt{k}": table.with_vectors(
                    postprocess.apply(table.vectors, remove_top_d=k)[0])}
     w2v, record["word2vec"] = word2vec_slices(args, paths)
@@ -260,7 +261,8 @@ def main(argv=None) -> None:
     meta = json.load(open(meta_path)) if os.path.isfile(meta_path) else {}
     record.update(command="python benchmarks/static_similarity_checks.py " + " ".join(
                       argv if argv is not None else sys.argv[1:]),
-                  model={"name": os.path.basename(os.path.normpath(card["model"]["name"])), "digest": card["model"]["digest"],
+                  model={"name": os.path.basename(os.path.normpath(card["model"]["name"])),
+                         "digest": card["model"]["digest"],
                          "weights_sha256": sha256(os.path.join(card["model"]["path"], "weights.hdf5")),
                          "lineage_tokens": (meta.get("training") or {}).get("lineage_tokens")},
                   table={"view": card["view"], "words": card["counts"]["words"], "tokens": card["counts"]["tokens"],

@@ -6,8 +6,9 @@ import json
 import pytest
 import spacy
 
-from helpers import REPO, load_script
 from spacy_elmo.static import distil_vectors
+
+from helpers import REPO, load_script
 
 
 def override_key(flag: str) -> str:

@@ -16,9 +16,9 @@ Everything is written into ``output.writing/`` inside the run's resumable folder
 OUTPUT_DIR that exists is complete, and a run killed while writing (``kill -9``) leaves nothing
 but that one folder: the next run with the same arguments clears the torn copy and writes again
 from the saved sums; a run with other arguments discards the whole folder. A replaced
-OUTPUT_DIR is moved to ``output.replaced/`` there before the new one takes its name. Replacing one (``--overwrite``) is allowed only for a
-folder this command wrote (it holds ``card.json``) or an empty one, never for a folder holding
-an input.
+OUTPUT_DIR is moved to ``output.replaced/`` there before the new one takes its name. Replacing
+one (``--overwrite``) is allowed only for a folder this command wrote (it holds ``card.json``)
+or an empty one, never for a folder holding an input.
 """
 import gzip
 import json
