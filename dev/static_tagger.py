@@ -26,7 +26,6 @@ Run from the repository root with ``PYTHONPATH`` = the root.
 """
 import argparse
 import glob
-import json
 import os
 import resource
 import subprocess
