@@ -6,7 +6,8 @@ the biLM scores best? Small runs beside ``bench_static_vectors.py``:
         [--slices 10000 33500 100000] [--contexts 10] [--threads 1] [--workdir DIR] [--out RECORD.json]
 
 TABLE_DIR: a ``static-vectors`` OUTPUT_DIR distilled from the first ``--slices[0]`` lines of each
-file of ``$SPACY_ELMO_SHARED/data/lm/*.txt.gz`` (its card says which model, view and slice).
+file of ``$SPACY_ELMO_SHARED/data/lm/*.txt.gz`` (its card says which model, view and slice);
+``--extra DIR ...``: tables of other views of the same slice, scored beside it.
 
 1. data size: word2vec (``bench_static_vectors.word2vec``: skip-gram, 300 dims, window 5,
    min_count 5, 5 epochs, seed 0) on the first N lines of each file for each N of ``--slices``;
@@ -216,10 +217,22 @@ def view_tables(lm: dict) -> dict:
     return {k: Table(words, v) for k, v in views.items()}
 
 
+def table_systems(table: Table, card: dict, max_lines: int) -> dict:
+    """The table as it is, centred and with all-but-the-top (D = dim / 100), named by its view.
+    Raises SystemExit if it was not distilled from ``max_lines`` lines a file."""
+    from spacy_elmo.static import postprocess
+
+    if card["corpus"]["max_lines"] != max_lines:
+        raise SystemExit(f"the table was distilled from {card['corpus']['max_lines']} lines a file, not "
+                         f"--slices[0] = {max_lines}")
+    k, view = table.vectors.shape[1] // 100, card["view"]
+    return {f"distilled {view}": table,
+            f"distilled {view} centred": table.with_vectors(postprocess.apply(table.vectors, centre=True)[0]),
+            f"distilled {view} abtt{k}": table.with_vectors(postprocess.apply(table.vectors, remove_top_d=k)[0])}
+
+
 def main(argv=None) -> None:
     import torch
-
-    from spacy_elmo.static import postprocess
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("table")
@@ -227,6 +240,7 @@ def main(argv=None) -> None:
     ap.add_argument("--contexts", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--workdir", default=os.path.join(REPO, "training", "static_similarity"))
+    ap.add_argument("--extra", nargs="*", default=[], help="more tables (other views) of the same slice")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -234,15 +248,9 @@ def main(argv=None) -> None:
     paths = bench.corpus_files()
     record = {"cpu": bench.cpu_name(), "threads": args.threads, "load_average_at_start": bench.load_avg()}
     table, card = read_table(args.table)
-    if card["corpus"]["max_lines"] != args.slices[0]:
-        raise SystemExit(f"the table was distilled from {card['corpus']['max_lines']} lines a file, not "
-                         f"--slices[0] = {args.slices[0]}")
-    k = table.vectors.shape[1] // 100
-    systems = {f"distilled {card['view']}": table,
-               f"distilled {card['view']} centred": table.with_vectors(
-                   postprocess.apply(table.vectors, centre=True)[0]),
-               f"distilled {card['view']} abtt{k}": table.with_vectors(
-                   postprocess.apply(table.vectors, remove_top_d=k)[0])}
+    systems = table_systems(table, card, args.slices[0])
+    for extra in args.extra:
+        systems.update(table_systems(*read_table(extra), args.slices[0]))
     w2v, record["word2vec"] = word2vec_slices(args, paths)
     record["tables"] = compare({**systems, **w2v})
     record["tables_lowercase_only"] = compare({**systems, **w2v}, mode="lower")

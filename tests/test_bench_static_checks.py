@@ -47,3 +47,14 @@ def test_all_but_the_top_removes_the_top_directions_of_the_given_covariance(chec
     top = numpy.linalg.eigh(cov)[1][:, -1]
     numpy.testing.assert_allclose(out @ top, 0, atol=1e-5)
     numpy.testing.assert_allclose(checks.abtt(x, mean, cov, 0), x - mean, rtol=1e-6)
+
+
+def test_a_table_is_scored_as_it_is_centred_and_with_all_but_the_top(checks):
+    rng = numpy.random.default_rng(1)
+    table = checks.Table([f"w{i}" for i in range(300)], rng.normal(size=(300, 200)) + 3)
+    card = {"view": "top", "corpus": {"max_lines": 10}}
+    got = checks.table_systems(table, card, 10)
+    assert list(got) == ["distilled top", "distilled top centred", "distilled top abtt2"]
+    numpy.testing.assert_allclose(got["distilled top centred"].vectors.mean(0), 0, atol=1e-5)
+    with pytest.raises(SystemExit, match="distilled from 10 lines a file, not --slices\\[0\\] = 20"):
+        checks.table_systems(table, card, 20)
