@@ -260,9 +260,9 @@ def main(argv=None) -> None:
                                f"word2vec@{args.slices[0]}": w2v[f"word2vec@{args.slices[0]}"]})
     record["views_run"] = dict(lm["stats"], contexts_per_word=args.contexts)
     same = f"word2vec@{args.slices[0]}"
-    record["default_minus_word2vec_same_slice"] = {
-        name: round(row[f"distilled {card['view']}"]["rho_common"] - row[same]["rho_common"], 4)
-        for name, row in record["tables"].items()}
+    record["minus_word2vec_same_slice"] = {
+        system: {name: round(row[system]["rho_common"] - row[same]["rho_common"], 4)
+                 for name, row in record["tables"].items()} for system in systems}
     from spacy_elmo.bilm.integrity import sha256
 
     meta_path = os.path.join(card["model"]["path"], "meta.json")
