@@ -31,8 +31,9 @@ TASKS = {  # config stem, demo data, score key in spacy evaluate's output
 }
 
 
-def run_once(task: str, label: str, model, seed: int, out: Path) -> float:
-    """Train and evaluate one demo pipeline (``model`` None: the tok2vec baseline); the dev score x 100."""
+def run_once(task: str, label: str, model, seed: int, out: Path, overrides=()) -> float:
+    """Train and evaluate one demo pipeline (``model`` None: the tok2vec baseline; ``overrides``:
+    more ``spacy train`` arguments, e.g. ``--paths.vectors DIR``); the dev score x 100."""
     stem, data, key = TASKS[task]
     name = f"{stem}-{label}-s{seed}"
     scores = out / f"{name}.json"
@@ -45,6 +46,7 @@ def run_once(task: str, label: str, model, seed: int, out: Path) -> float:
                  "--training.eval_frequency", str(demo["demo_eval_frequency"]), "--system.seed", str(seed)]
         if model is not None:
             train += ["--components.elmo.model.name", str(model)]
+        train += list(overrides)
         subprocess.run(train, check=True, stdout=subprocess.DEVNULL)
         subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(out / name / "model-best"),
                         f"corpus/demo/{data}-dev.spacy", "--output", str(scores), "--gold-preproc", "--gpu-id", "-1"],

@@ -232,7 +232,7 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     table, post = postprocess.apply(d.means[:, 0], centre, remove_top_d)
     start = time.perf_counter()
     card = make_card(p, d, post, command)
-    writer.write_output(output, d.words, table, card, lang)
+    writer.write_output(output, d.words, table, card, lang, partial.dir)
     partial.remove()
     card["seconds"]["write"] = time.perf_counter() - start
     return card
