@@ -141,7 +141,7 @@ def test_gzip_and_globs_as_pretrain_reads_them(tiny_model, tmp_path):
     card = distil_vectors(tiny_model.directory, [str(tmp_path / "c" / "*")], str(tmp_path / "out"), min_count=2,
                           progress=False)
     assert card["counts"]["records"] == 5 and len(card["corpus"]["files"]) == 2
-    assert card["view"] == "average"
+    assert card["view"] == "top"  # the default view
 
 
 def test_max_lines_reads_a_slice_of_each_file(tiny_model, tmp_path):
