@@ -160,7 +160,9 @@ class CharCNN(nn.Module):
         """(T, width) ids whose longest token has ``longest`` non-padding positions -> (T, proj)."""
         grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
         fast = onednn.available(flat.device, self.projection.weight.dtype) and not grad
-        lowp = self.gemm_dtype != torch.float32 and self.projection.weight.dtype == torch.float32 and not grad
+        # precision "int8" quantizes the LSTM only (see .int8): the char CNN stays float32 then
+        lowp = (self.gemm_dtype not in (torch.float32, torch.int8)
+                and self.projection.weight.dtype == torch.float32 and not grad)
         if lowp and fast and self.gemm_dtype == torch.bfloat16:
             return self._encode_onednn_bf16(flat, longest)
         if lowp:  # GPU (or CPU without oneDNN): autocast; float32 result
