@@ -1,8 +1,9 @@
 """float32 / bfloat16 / int8 inference (``BiLM(precision=...)``) in one run: speed, closeness and
 memory, written to a record (docs/results/precision_int8.json) that the docs quote.
 
-usage: python benchmarks/bench_int8.py [--threads 1,2] [--runs 3] [--sentences 200] [--batch-size 32]
-           [--models DIR] [--out docs/results/precision_int8.json] [--no-rss]
+usage: python benchmarks/bench_int8.py [--parts speed,memory,downstream] [--threads 1,2] [--runs 3]
+           [--sentences 200] [--batch-size 32] [--models DIR] [--out docs/results/precision_int8.json]
+           [--pipeline NAME=PIPELINE_DIR,DEV.spacy ...]
 
 Models: the original-size biLM (bench_bilm.py's seeded random weights: 2,048 char filters, 2
 highway layers, LSTM 4,096 cells / projection 512, 2 layers; written to ``--models`` on first
@@ -17,11 +18,16 @@ sentences (syntactic words), batches of ``--batch-size``.
    vectors to float32's (mean, minimum) and the largest |difference|. On the trained model this is
    the accuracy measure; the original-size random model is chaotic (benchmarks/README.md,
    "Outputs"), so its numbers only show that int8 is no worse than bfloat16 there.
-3. Memory (``--no-rss`` skips): per precision, a fresh process loads the original-size model,
-   embeds the workload once (building the packed / quantized copies) and reports its resident set
-   (VmRSS) and peak (VmHWM) in MiB.
+3. Memory: per precision, a fresh process loads the original-size model, embeds the workload once
+   (building the packed / quantized copies) and reports its resident set (VmRSS) and peak (VmHWM)
+   in MiB.
+4. Downstream (``--pipeline``, repeatable): a trained pipeline with an ``elmo`` component, loaded
+   once per precision with a config override (float32, int8), run over a DocBin (gold
+   tokenisation) and scored as ``spacy train`` does (``Scorer``): tag_acc / pos_acc / ents_f,
+   their differences in points, and how many tokens' predictions differ.
 
-Prints a readable table, then writes the record (CPU name, torch, each number's code path).
+Prints a readable table, then writes the record (CPU name, torch, each number's code path). Only
+the ``--parts`` run are replaced in an existing record; the others are kept.
 """
 import argparse
 import json
@@ -117,6 +123,33 @@ def rss(precision, conllu, a):
     return dict(rss_mib=got["VmRSS"], peak_rss_mib=got["VmHWM"])
 
 
+def downstream(spec):
+    """``NAME=PIPELINE,DEV``: float32 and int8 scores of the pipeline on the DocBin DEV."""
+    import spacy
+    from spacy.scorer import Scorer
+    from spacy.training import Corpus, Example
+
+    name, rest = spec.split("=", 1)
+    path, dev = rest.split(",", 1)
+    out = dict(pipeline=os.path.abspath(path), dev=os.path.abspath(dev))
+    predicted = {}
+    for p in ("float32", "int8"):
+        nlp = spacy.load(path, config={"components": {"elmo": {"model": {"precision": p}}}})
+        examples = list(Corpus(dev, gold_preproc=True)(nlp))
+        t0 = time.perf_counter()
+        docs = list(nlp.pipe((eg.predicted.copy() for eg in examples), batch_size=256))
+        seconds = time.perf_counter() - t0
+        scores = Scorer(nlp).score([Example(d, eg.reference) for d, eg in zip(docs, examples)])
+        keep = {k: round(100 * scores[k], 3) for k in ("tag_acc", "pos_acc", "ents_f") if scores.get(k) is not None}
+        out[p] = dict(keep, effective=nlp.get_pipe("elmo").bilm.effective_precision, seconds=round(seconds, 1))
+        predicted[p] = [(t.tag_, t.pos_, t.ent_iob_, t.ent_type_) for d in docs for t in d]
+    out["tokens"] = len(predicted["float32"])
+    out["tokens_differing"] = sum(a != b for a, b in zip(predicted["float32"], predicted["int8"]))
+    out["difference_points"] = {k: round(out["int8"][k] - out["float32"][k], 3) for k in out["float32"]
+                                if k.endswith(("_acc", "_f"))}
+    return name, out
+
+
 def model_identity():
     """The record's ``model``: the shipped en_elmo_small (name, lineage tokens, weights sha256)."""
     d = os.path.join(REPO, "spacy_elmo", "models", "en_elmo_small")
@@ -137,8 +170,10 @@ def main(argv=None):
     ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
     ap.add_argument("--conllu", default=os.path.join(bench_bilm.SHARED, "data", "ud_en_ewt", "en_ewt-ud-dev.conllu"))
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "results", "precision_int8.json"))
-    ap.add_argument("--no-rss", action="store_true")
+    ap.add_argument("--parts", default="speed,memory,downstream")
+    ap.add_argument("--pipeline", action="append", default=[], metavar="NAME=PIPELINE_DIR,DEV.spacy")
     a = ap.parse_args(argv)
+    parts = set(a.parts.split(","))
 
     import torch
 
@@ -152,8 +187,8 @@ def main(argv=None):
                   cpu=dict(name=cpu_name(), int8=cpu_int8_capability(), bf16=cpu_bf16_capability()),
                   workload=dict(sentences=len(sents), tokens=sum(len(s) for s in sents), batch_size=a.batch_size,
                                 runs=a.runs, statistic="median of the runs, the precisions alternating"),
-                  paths=PATHS, speed={}, closeness={}, memory={})
-    for model in ("original", "en_elmo_small"):
+                  paths=PATHS, speed={}, closeness={}, memory={}, downstream={})
+    for model in ("original", "en_elmo_small") if "speed" in parts else ():
         for t in threads:
             rows, outputs = speed(model, t, sents, a)
             record["speed"][f"{model}/{t}"] = dict(model=model, threads=t, precisions=rows)
@@ -167,17 +202,36 @@ def main(argv=None):
             print(f"{model:14s} {p:8s} " + "  ".join(
                 f"layer {x['layer']}: mean {x['mean_cosine']:.6f} min {x['min_cosine']:.6f} "
                 f"max|diff| {x['max_abs_diff']:.4g}" for x in layers))
-    if not a.no_rss:
+    if "memory" in parts:
         for p in PRECISIONS:
             record["memory"][p] = rss(p, a.conllu, a)
             print(f"original-size model, {p}: RSS {record['memory'][p]['rss_mib']:.1f} MiB "
                   f"(peak {record['memory'][p]['peak_rss_mib']:.1f} MiB)")
+    for spec in a.pipeline if "downstream" in parts else ():
+        name, got = downstream(spec)
+        record["downstream"][name] = got
+        print(f"{name}: " + "  ".join(f"{p} {got[p]}" for p in ("float32", "int8"))
+              + f"  int8 - float32: {got['difference_points']}; {got['tokens_differing']} tokens differ")
     print(f"{cpu_name()} (int8: {record['cpu']['int8']}, bf16: {record['cpu']['bf16']}); paths: {json.dumps(PATHS)}")
-    with open(a.out, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    write(record, a.out, parts)
     print(f"wrote {a.out}")
     return 0
+
+
+def write(record, path, parts):
+    """Write ``record`` to ``path``, keeping the parts not run from the record already there."""
+    kept = {"speed": ("speed", "closeness", "workload"), "memory": ("memory",), "downstream": ("downstream",)}
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+        for part, keys in kept.items():
+            if part not in parts:
+                record.update({k: old[k] for k in keys if k in old})
+        if set(parts) != set(kept):
+            record["command"] = old.get("command", "") + "; " + record["command"]
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
