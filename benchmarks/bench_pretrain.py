@@ -7,7 +7,7 @@ is that of a realistic continued run), for the same number of training tokens:
 - ``torch``: the first release's trainer: ``torch.nn.LSTM(proj_size)``, float32, batches of 2,000
   tokens, learning rate 0.0015;
 - ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
-  where they build: ``pretrain/native.py``), batches of ``--tokens-per-batch`` with the learning
+  where they build: ``bilm/native.py``), batches of ``--tokens-per-batch`` with the learning
   rate scaled by sqrt(batch ratio);
 - with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as
   ``SPACY_ELMO_NATIVE=0``: torch.compile'd cells, autocast softmax and char CNN), the trainer

@@ -1,12 +1,15 @@
 """spacy-elmo: ELMo contextual word vectors (Peters et al. 2018) for spaCy v3.
 
 ``import spacy_elmo`` is light (no torch/spaCy import). It exports (``__all__``), each name but
-the first loading its module on first access:
+the errors loading its module on first access:
 
-- ``ElmoError``: the base class of every error the package raises (:mod:`spacy_elmo.bilm.errors`);
+- from :mod:`spacy_elmo.errors` (it imports nothing): ``ElmoError``, the base class
+  of every error the package raises, and its kinds ``ElmoConfigError``, ``ElmoDataError``,
+  ``ElmoTypeError``, ``ElmoModelFileError``, ``ElmoMemoryError``, ``ElmoFileError``,
+  ``ElmoDownloadError``, ``ElmoBuildError``, ``ElmoLockError``;
 - from :mod:`spacy_elmo.pipeline`: ``ElmoComponent``, ``ElmoData``, ``ElmoListener``,
   ``ScalarMix``, ``Mix``, ``learned_mixes``, ``format_mixes``, ``restore_vector_hooks``,
-  ``with_vector_hooks``, ``ElmoConfigError``, ``ElmoAlignmentError``;
+  ``with_vector_hooks``;
 - from :mod:`spacy_elmo.bilm`: ``BiLM``, ``batch_to_ids``;
 - ``DEFAULT_MODEL``: the packaged default biLM's name.
 
@@ -21,7 +24,18 @@ __version__ = "0.1.0"
 
 from ._extensions_hook import install_on_spacy_import  # noqa: E402
 from .bilm import resolver as _bilm_resolver  # noqa: E402  (no torch import)
-from .bilm.errors import ElmoError  # noqa: E402
+from .errors import (  # noqa: E402
+    ElmoBuildError,
+    ElmoConfigError,
+    ElmoDataError,
+    ElmoDownloadError,
+    ElmoError,
+    ElmoFileError,
+    ElmoLockError,
+    ElmoMemoryError,
+    ElmoModelFileError,
+    ElmoTypeError,
+)
 
 install_on_spacy_import()
 
@@ -36,8 +50,8 @@ def _model_files(name_or_path):
 # itself knows only directories (see spacy_elmo.bilm.resolver).
 _bilm_resolver.set_resolver(_model_files)
 
-_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "ElmoConfigError", "ElmoAlignmentError",
-             "learned_mixes", "format_mixes", "Mix", "restore_vector_hooks", "with_vector_hooks")
+_PIPELINE = ("ScalarMix", "ElmoListener", "ElmoData", "ElmoComponent", "learned_mixes", "format_mixes", "Mix",
+             "restore_vector_hooks", "with_vector_hooks")
 _BILM = ("BiLM", "batch_to_ids")
 
 
@@ -57,4 +71,6 @@ def __getattr__(name):
     raise AttributeError(f"module 'spacy_elmo' has no attribute {name!r}")
 
 
-__all__ = ["DEFAULT_MODEL", "ElmoError", *_PIPELINE, *_BILM]
+__all__ = ["DEFAULT_MODEL", "ElmoError", "ElmoConfigError", "ElmoDataError", "ElmoTypeError", "ElmoModelFileError",
+           "ElmoMemoryError", "ElmoFileError", "ElmoDownloadError", "ElmoBuildError",
+           "ElmoLockError", *_PIPELINE, *_BILM]

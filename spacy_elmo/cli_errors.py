@@ -7,7 +7,7 @@ import functools
 import typer
 from typer.core import TyperGroup
 
-from .bilm.errors import ElmoError
+from .errors import ElmoError
 
 EXIT_ERROR = 2  # bad input or a failed run (typer's usage errors exit 2 as well)
 INPUT_ERRORS = (ElmoError, ValueError, OSError, ImportError)

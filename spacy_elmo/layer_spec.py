@@ -12,8 +12,9 @@ typically (n_layers, n_tokens, dim) float32):
   al. (2018, eq. 1) with pre-softmax weights w (as in ``spacy_elmo.pipeline.layers.scalar_mix``;
   gamma 1 unless given). Equal weights give ``average`` (to float32 rounding).
 
-Each one but ``all`` gives one (..., dim) array. Anything else is a :class:`LayerSpecError`
-(an ElmoError and a ValueError) with a one-line message listing these names.
+Each one but ``all`` gives one (..., dim) array. Anything else is an
+:class:`~spacy_elmo.errors.ElmoConfigError` (an ElmoError and a ValueError) with a one-line message
+listing these names.
 """
 import re
 from dataclasses import dataclass
@@ -21,14 +22,10 @@ from typing import Optional, Tuple
 
 import numpy
 
-from .bilm.errors import ElmoError
+from .errors import ElmoConfigError
 
 NAMES = "all, top, average, layer_k or mix:w0,w1,...[,gamma=G]"
 _LAYER = re.compile(r"layer_(\d+)")  # fullmatch
-
-
-class LayerSpecError(ElmoError, ValueError):
-    """A layer spec that cannot be parsed or does not fit the biLM (one-line message)."""
 
 
 @dataclass(frozen=True)
@@ -50,19 +47,19 @@ class LayerSpec:
 
     def validate(self, n_layers: int, where: str = "layers") -> "LayerSpec":
         """Check the spec against a biLM with ``n_layers`` stacked layers (num_layers + 1);
-        returns self. Raises LayerSpecError for ``layer_k`` with k >= n_layers or a mix whose
+        returns self. Raises ElmoConfigError for ``layer_k`` with k >= n_layers or a mix whose
         weight count is not n_layers."""
         if self.kind == "layer" and self.k >= n_layers:
-            raise LayerSpecError(f"{where} {self.name!r}: the biLM has layers 0..{n_layers - 1}")
+            raise ElmoConfigError(f"{where} {self.name!r}: the biLM has layers 0..{n_layers - 1}")
         if self.kind == "mix" and len(self.weights) != n_layers:
-            raise LayerSpecError(f"{where} {self.name!r}: {len(self.weights)} weights, but the model has "
-                                 f"{n_layers} layers (char CNN + {n_layers - 1} biLSTM): give {n_layers}")
+            raise ElmoConfigError(f"{where} {self.name!r}: {len(self.weights)} weights, but the model has "
+                                  f"{n_layers} layers (char CNN + {n_layers - 1} biLSTM): give {n_layers}")
         return self
 
     def apply(self, layers):
         """The spec's view of ``layers`` (n_layers, ..., dim), numpy or cupy, float32 or float16:
         (n_layers, ..., dim) for "all" (``layers`` itself), else (..., dim) in float32 ("top"
-        and "layer_k" are views of ``layers`` when it is float32). Raises LayerSpecError if the
+        and "layer_k" are views of ``layers`` when it is float32). Raises ElmoConfigError if the
         spec does not fit n_layers (see :meth:`validate`)."""
         if self.kind == "all":
             return layers
@@ -83,9 +80,9 @@ class LayerSpec:
 
 def parse(text, where: str = "layers") -> LayerSpec:
     """Parse a spec (see the module docstring). ``where`` names the setting in errors (e.g.
-    "--layers", "[components.elmo] store"). Raises LayerSpecError for anything else."""
+    "--layers", "[components.elmo] store"). Raises ElmoConfigError for anything else."""
     if not isinstance(text, str):
-        raise LayerSpecError(f"{where} {text!r}: expected a string, one of {NAMES}")
+        raise ElmoConfigError(f"{where} {text!r}: expected a string, one of {NAMES}")
     if text in ("all", "top", "average"):
         return LayerSpec(text, text)
     match = _LAYER.fullmatch(text)
@@ -93,7 +90,7 @@ def parse(text, where: str = "layers") -> LayerSpec:
         return LayerSpec("layer", f"layer_{int(match.group(1))}", k=int(match.group(1)))
     if text.startswith("mix:"):
         return _parse_mix(text, where)
-    raise LayerSpecError(f"{where} {text!r}: expected {NAMES}")
+    raise ElmoConfigError(f"{where} {text!r}: expected {NAMES}")
 
 
 def _parse_mix(text: str, where: str) -> LayerSpec:
@@ -103,7 +100,7 @@ def _parse_mix(text: str, where: str) -> LayerSpec:
         gamma = _number(items.pop()[6:], text, where)
     w = numpy.array([_number(x, text, where) for x in items], dtype="float64")
     if not len(w):
-        raise LayerSpecError(f"{where} {text!r}: give one weight per layer, e.g. mix:0,0,1")
+        raise ElmoConfigError(f"{where} {text!r}: give one weight per layer, e.g. mix:0,0,1")
     s = numpy.exp(w - w.max())
     weights = tuple(float(v) for v in (s / s.sum()).astype("float32"))
     name = "mix:" + ",".join(_short(x) for x in w) + ("" if gamma == 1.0 else f",gamma={_short(gamma)}")
@@ -120,9 +117,9 @@ def _number(x: str, text: str, where: str) -> float:
     try:
         value = float(x)
     except ValueError:
-        raise LayerSpecError(f"{where} {text!r}: {x!r} is not a number") from None
+        raise ElmoConfigError(f"{where} {text!r}: {x!r} is not a number") from None
     if not numpy.isfinite(value):
-        raise LayerSpecError(f"{where} {text!r}: {x!r} is not finite")
+        raise ElmoConfigError(f"{where} {text!r}: {x!r} is not finite")
     return value
 
 

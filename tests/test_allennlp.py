@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from spacy_elmo.allennlp import Elmo, ElmoBiLm, ScalarMix, batch_to_ids
-from spacy_elmo.bilm import BiLM, ElmoInputError, ElmoInputTypeError, chars
+from spacy_elmo.bilm import BiLM, chars
+from spacy_elmo.errors import ElmoConfigError, ElmoDataError, ElmoTypeError
 
 from allennlp_reference import TOL, assert_matches, inputs, max_diff, mixes, model_files, reference
 
@@ -189,21 +190,21 @@ def test_module_is_a_user_bilm():
     base = torch.arange(2 * 6 * 3, dtype=torch.float32).view(2, 6, 3)
     assert torch.equal(out["elmo_representations"][0], (0.5 * base - base)[:, 1:-1])
     assert module.get_output_dim() == 3
-    with pytest.raises(ElmoInputError, match="not both"):
+    with pytest.raises(ElmoConfigError, match="not both"):
         Elmo(*model_files("random"), 1, module=ToyBiLm())
-    with pytest.raises(ElmoInputError, match="stateful"):
+    with pytest.raises(ElmoConfigError, match="stateful"):
         Elmo(None, None, 1, module=ToyBiLm(), stateful=True)
 
 
 def test_bad_inputs_are_clear(caplog):
     module = elmo("random")
-    with pytest.raises(ElmoInputTypeError, match="tensor of char ids"):
+    with pytest.raises(ElmoTypeError, match="tensor of char ids"):
         module([["a"]])
-    with pytest.raises(ElmoInputError, match=r"\(batch, timesteps, 50\)"):
+    with pytest.raises(ElmoDataError, match=r"\(batch, timesteps, 50\)"):
         module(torch.zeros(3, 50, dtype=torch.long))
-    with pytest.raises(ElmoInputError, match="length 2, the biLM has 3 layers"):
+    with pytest.raises(ElmoConfigError, match="length 2, the biLM has 3 layers"):
         Elmo(*model_files("random"), 1, scalar_mix_parameters=[1.0, 2.0])
-    with pytest.raises(ElmoInputError, match="padding must follow"):
+    with pytest.raises(ElmoDataError, match="padding must follow"):
         module(torch.stack([torch.zeros(50, dtype=torch.long), batch_to_ids([["a"]])[0, 0]])[None])
     with caplog.at_level(logging.WARNING, logger="spacy_elmo"):
         out = module(ids(), torch.ones(4, 7, dtype=torch.long))
@@ -219,9 +220,9 @@ def test_scalar_mix_layer_norm_is_over_the_whole_masked_batch():
     kept = torch.tensor([1.0, 3.0, 5.0, 7.0, 2.0, 4.0])
     expected = (t - kept.mean()) / torch.sqrt(kept.var(unbiased=False) + 1e-13)
     assert torch.allclose(mix([t, torch.zeros_like(t)], mask), expected, atol=1e-6)
-    with pytest.raises(ElmoInputError, match="needs the mask"):
+    with pytest.raises(ElmoConfigError, match="needs the mask"):
         mix([t, t])
-    with pytest.raises(ElmoInputError, match="3 tensors"):
+    with pytest.raises(ElmoDataError, match="3 tensors"):
         mix([t, t, t], mask)
 
 
@@ -229,12 +230,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spacy_elmo" / "allennlp"
 
 
 def test_the_module_imports_only_bilm():
-    """spacy_elmo.allennlp is pure PyTorch over spacy_elmo.bilm: no spaCy, thinc or other part of
-    the package (model names resolve through bilm's resolver hook)."""
+    """spacy_elmo.allennlp is pure PyTorch over spacy_elmo.bilm (and spacy_elmo.errors): no spaCy,
+    thinc or other part of the package (model names resolve through bilm's resolver hook)."""
     bad = []
     for path in sorted(PACKAGE.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 2 and not (node.module or "").startswith("bilm"):
+            inside = (node.module or "").startswith(("bilm", "errors")) if isinstance(node, ast.ImportFrom) else True
+            if isinstance(node, ast.ImportFrom) and node.level == 2 and not inside:
                 bad.append(f"{path.name}: ..{node.module}")
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
@@ -246,7 +248,8 @@ def test_the_module_imports_only_bilm():
     env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent.parent))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    loaded = "['spacy_elmo', 'spacy_elmo._extensions_hook', 'spacy_elmo.allennlp', 'spacy_elmo.bilm']"
+    loaded = ("['spacy_elmo', 'spacy_elmo._extensions_hook', 'spacy_elmo.allennlp', 'spacy_elmo.bilm', "
+              "'spacy_elmo.errors']")
     assert proc.stdout.strip() == loaded
 
 

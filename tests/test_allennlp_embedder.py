@@ -8,7 +8,7 @@ import numpy
 import pytest
 
 from spacy_elmo.allennlp import DEFAULT_OPTIONS_FILE, ElmoEmbedder
-from spacy_elmo.bilm import ElmoInputError, ElmoInputTypeError
+from spacy_elmo.errors import ElmoConfigError, ElmoDataError, ElmoTypeError
 
 from allennlp_reference import DATA, TOL, inputs, model_files, reference
 
@@ -66,7 +66,7 @@ def test_embed_sentences_is_lazy(embedder):
     assert taken == []
     next(stream)
     assert taken == [0, 1, 2]
-    with pytest.raises(ElmoInputError, match="batch_size must be >= 1"):
+    with pytest.raises(ElmoConfigError, match="batch_size must be >= 1"):
         embedder.embed_sentences([["a"]], batch_size=0)
 
 
@@ -111,11 +111,11 @@ def test_embed_file_average_and_forget_sentences(embedder, tmp_path):
 
 def test_embed_file_refuses_blank_and_repeated_lines_before_writing(embedder, tmp_path):
     out = tmp_path / "x.hdf5"
-    with pytest.raises(ElmoInputError, match=r"empty lines at indexes \[1, 3\]"):
+    with pytest.raises(ElmoDataError, match=r"empty lines at indexes \[1, 3\]"):
         embedder.embed_file(io.StringIO("a b\n  \nc\n\n"), out)
-    with pytest.raises(ElmoInputError, match="line 2 repeats line 0"):
+    with pytest.raises(ElmoDataError, match="line 2 repeats line 0"):
         embedder.embed_file(io.StringIO("a b\nc\n a b \n"), out, use_sentence_keys=True)
-    with pytest.raises(ElmoInputError, match="output_format must be one of"):
+    with pytest.raises(ElmoConfigError, match="output_format must be one of"):
         embedder.embed_file(io.StringIO("a\n"), out, output_format="mean")
     assert not out.exists()
 
@@ -125,9 +125,9 @@ def test_empty_sentences_and_bad_batches(embedder):
     dim = embedder.elmo_bilm.get_output_dim()
     for got in (embedder.embed_sentence([]), embedder.embed_batch([["a"], []])[1], embedder.embed_batch([[], []])[0]):
         assert got.shape == (layers, 0, dim) and got.dtype == numpy.float32
-    with pytest.raises(ElmoInputTypeError):
+    with pytest.raises(ElmoTypeError):
         embedder.embed_batch(["not tokenised"])
-    with pytest.raises(ElmoInputTypeError):
+    with pytest.raises(ElmoTypeError):
         embedder.embed_batch([["a", 3]])
 
 

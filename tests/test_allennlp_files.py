@@ -6,7 +6,7 @@ import torch
 
 from spacy_elmo.allennlp import OFFICIAL_MODELS, Elmo, ElmoEmbedder, batch_to_ids
 from spacy_elmo.allennlp.files import official_name
-from spacy_elmo.bilm import ElmoInputError, ElmoInputTypeError
+from spacy_elmo.errors import ElmoConfigError, ElmoTypeError
 
 from allennlp_reference import DATA, model_files
 from helpers import write_tiny_model
@@ -58,17 +58,17 @@ def test_a_directory_or_files():
 
 def test_what_cannot_be_used_is_named(cache):
     options, weights = urls("2x4096_512_2048cnn_2xhighway")
-    with pytest.raises(ElmoInputError, match="is the weights.hdf5 of 'elmo-original'; expected its options.json"):
+    with pytest.raises(ElmoConfigError, match="is the weights.hdf5 of 'elmo-original'; expected its options.json"):
         Elmo(weights, options, 1)
-    with pytest.raises(ElmoInputError, match="not one of the official .* download URL_OF_OPTIONS URL_OF_WEIGHTS"):
+    with pytest.raises(ElmoConfigError, match="not one of the official .* download URL_OF_OPTIONS URL_OF_WEIGHTS"):
         Elmo("https://example.org/elmo_options.json", "https://example.org/elmo_weights.hdf5", 1)
-    with pytest.raises(ElmoInputError, match="not one of the official"):
+    with pytest.raises(ElmoConfigError, match="not one of the official"):
         Elmo("https://allennlp.s3.amazonaws.com/models/elmo/2x9_9/elmo_2x9_9_options.json", None, 1)
-    with pytest.raises(ElmoInputError, match="weight_file is None beside the options file"):
+    with pytest.raises(ElmoConfigError, match="weight_file is None beside the options file"):
         Elmo(model_files("random")[0], None, 1)
-    with pytest.raises(ElmoInputError, match="options_file is None"):
+    with pytest.raises(ElmoConfigError, match="options_file is None"):
         Elmo(None, None, 1)
     with pytest.raises(FileNotFoundError, match="No ELMo model named or found at 'no/such/options.json'"):
         Elmo("no/such/options.json", "no/such/weights.hdf5", 1)
-    with pytest.raises(ElmoInputTypeError, match="expected a path, model name or URL for options.json, got int"):
+    with pytest.raises(ElmoTypeError, match="expected a path, model name or URL for options.json, got int"):
         Elmo(3, None, 1)

@@ -8,6 +8,7 @@ from spacy.tokens import Doc
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.batching import embed_batches
+from spacy_elmo.errors import ElmoConfigError
 
 from helpers import elmo_config
 
@@ -97,14 +98,13 @@ def test_device_property(bilm):
 
 
 def test_bad_input_is_an_elmo_error_of_the_old_builtin_type(bilm):
-    """A str where tokenised sentences are expected is an ElmoInputTypeError (ElmoError and
-    TypeError); a batch size < 1 an ElmoInputError (ElmoError and ValueError)."""
-    from spacy_elmo import ElmoError
-    from spacy_elmo.bilm import ElmoInputError, ElmoInputTypeError
+    """A str where tokenised sentences are expected is an ElmoTypeError (ElmoError and
+    TypeError); a batch size < 1 an ElmoConfigError (ElmoError and ValueError)."""
+    from spacy_elmo.errors import ElmoError, ElmoTypeError
 
-    with pytest.raises(ElmoInputTypeError, match="expected a list of tokenised sentences .*got a str") as err:
+    with pytest.raises(ElmoTypeError, match="expected a list of tokenised sentences .*got a str") as err:
         embed_batches(bilm, "a sentence")
     assert isinstance(err.value, ElmoError) and isinstance(err.value, TypeError)
-    with pytest.raises(ElmoInputError, match="batch_size must be >= 1, got 0") as err:
+    with pytest.raises(ElmoConfigError, match="batch_size must be >= 1, got 0") as err:
         embed_batches(bilm, [["ok"]], batch_size=0)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

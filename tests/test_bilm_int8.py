@@ -13,7 +13,7 @@ import pytest
 import spacy
 import torch
 
-from spacy_elmo.bilm import BiLM, int8, lstm_paths, precision as precision_mod
+from spacy_elmo.bilm import BiLM, int8, lstm_paths, lstm_train, precision as precision_mod
 
 from helpers import elmo_config
 
@@ -188,12 +188,16 @@ def test_fallback_warns_once_and_runs_float32(tiny_model, monkeypatch, missing):
 
 
 def test_int8_path_is_not_chosen_with_autograd(tiny_model):
-    """Fine-tuning (parameters requiring grad) runs the float32 autograd path whatever the precision."""
+    """Fine-tuning (parameters requiring grad) runs a float32 training path whatever the precision."""
     bilm = BiLM.from_files(tiny_model.options_path, tiny_model.weights_path, precision="int8")
     bilm.lstm.gemm_dtype = torch.int8
     bilm.requires_grad_(True)
     x = torch.zeros(2, 3, bilm.projection_dim)
-    assert isinstance(lstm_paths.choose(bilm.lstm, x), lstm_paths.AutogradPath)
+    assert isinstance(lstm_paths.choose(bilm.lstm, x), (lstm_paths.AutogradPath, lstm_train.TrainPath))
+    bilm.requires_grad_(False)
+    with torch.no_grad():
+        assert isinstance(lstm_paths.choose(bilm.lstm, x), int8.Int8Path) == bool(
+            precision_mod.cpu_int8_capability() and int8.ops_available())
 
 
 @pytest.mark.filterwarnings("ignore:spacy_elmo. precision = 'int8' falls back")

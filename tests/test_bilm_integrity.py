@@ -7,7 +7,8 @@ import shutil
 import numpy
 import pytest
 
-from spacy_elmo.bilm import BiLM, ElmoWeightsError, integrity
+from spacy_elmo.bilm import BiLM, integrity
+from spacy_elmo.errors import ElmoModelFileError
 from spacy_elmo.hub.resolve import DEFAULT_MODEL, resolve
 
 
@@ -41,7 +42,7 @@ def test_save_records_and_load_verifies(saved):
 def test_a_corrupted_weights_file_is_refused(saved):
     _, d = saved
     _flip_bytes(d / "weights.hdf5")
-    with pytest.raises(ElmoWeightsError, match=r"weights\.hdf5: sha256 .* differs from the one recorded") as err:
+    with pytest.raises(ElmoModelFileError, match=r"weights\.hdf5: sha256 .* differs from the one recorded") as err:
         BiLM.from_files(d / "options.json", d / "weights.hdf5")
     assert err.value.path.endswith("weights.hdf5")
     # without the digest file the same bytes load (unchecked), as hand-downloaded files do
@@ -54,14 +55,14 @@ def test_edited_options_are_refused(saved):
     options = json.loads((d / "options.json").read_text())
     options["lstm"]["cell_clip"] = 1.0
     (d / "options.json").write_text(json.dumps(options))
-    with pytest.raises(ElmoWeightsError, match=r"options\.json: sha256"):
+    with pytest.raises(ElmoModelFileError, match=r"options\.json: sha256"):
         BiLM.from_files(d / "options.json", d / "weights.hdf5")
 
 
 def test_bad_digest_file_is_an_error(saved):
     _, d = saved
     (d / "sha256.json").write_text("[1, 2]")
-    with pytest.raises(ElmoWeightsError, match="sha256.json: expected a JSON object"):
+    with pytest.raises(ElmoModelFileError, match="sha256.json: expected a JSON object"):
         BiLM.from_files(d / "options.json", d / "weights.hdf5")
 
 
@@ -74,5 +75,5 @@ def test_packaged_model_is_recorded_and_intact(tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(d, copy)
     _flip_bytes(copy / "weights.hdf5")
-    with pytest.raises(ElmoWeightsError, match="sha256"):
+    with pytest.raises(ElmoModelFileError, match="sha256"):
         BiLM.from_pretrained(str(copy))

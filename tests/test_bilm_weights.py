@@ -9,7 +9,8 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.errors import ElmoModelFileError
 
 LSTM_W = "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"
 SENTS = [["The", "cat", "sat", "."], ["Hello", "world"]]
@@ -85,7 +86,7 @@ def test_float16_file(bilm, model_copy):
 
 
 def expect_error(d, *needles):
-    with pytest.raises(ElmoWeightsError) as info:
+    with pytest.raises(ElmoModelFileError) as info:
         load(d)
     message = str(info.value)
     for needle in needles:

@@ -239,8 +239,8 @@ def test_gpu_check_records_a_failed_step_and_still_reports(tmp_path):
 
 
 def test_n_process_on_cuda_is_refused_in_a_forked_child(monkeypatch):
+    from spacy_elmo.errors import ElmoConfigError
     from spacy_elmo.pipeline import threads
-    from spacy_elmo.pipeline.loading import ElmoConfigError
 
     threads.check_device(torch.device("cuda"))  # the parent process: nothing to refuse
     threads.register()

@@ -16,11 +16,12 @@ from spacy.tokens import Doc
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.indexer import ByteIndexer, VocabularyIndexer
 from spacy_elmo.bilm.options import check_options
-from spacy_elmo.convert import ElmoConvertError, convert
+from spacy_elmo.convert import convert
 from spacy_elmo.convert.efml import find_config, read_dic
+from spacy_elmo.errors import ElmoModelFileError
 
 from helpers import TINY_OPTIONS, elmo_config
 
@@ -189,15 +190,15 @@ def test_byte_models_keep_the_bilm_tf_layout(tmp_path):
 
 
 def test_options_format_versions_are_checked():
-    with pytest.raises(ElmoWeightsError, match="format_version: 3 is newer"):
+    with pytest.raises(ElmoModelFileError, match="format_version: 3 is newer"):
         check_options({**TINY_OPTIONS, "format_version": 3})
-    with pytest.raises(ElmoWeightsError, match="needs a vocab section"):
+    with pytest.raises(ElmoModelFileError, match="needs a vocab section"):
         check_options({**TINY_OPTIONS, "format_version": 2})
-    with pytest.raises(ElmoWeightsError, match="needs \"format_version\": 2"):
+    with pytest.raises(ElmoModelFileError, match="needs \"format_version\": 2"):
         check_options({**TINY_OPTIONS, "vocab": {"indexer": "elmoformanylangs"}})
     cnn = {**TINY_OPTIONS["char_cnn"], "n_characters": 5, "max_characters_per_token": 10}
     vocab = {"indexer": "elmoformanylangs", "chars": {"a": 7}}
-    with pytest.raises(ElmoWeightsError, match="vocab.chars: entry 'a': 7 is not an id in 0..3"):
+    with pytest.raises(ElmoModelFileError, match="vocab.chars: entry 'a': 7 is not an id in 0..3"):
         check_options({**TINY_OPTIONS, "format_version": 2, "char_cnn": cnn, "vocab": vocab})
 
 
@@ -208,7 +209,7 @@ def test_dictionary_lines_are_read_as_the_reference_reads_them(tmp_path):
     # line wins); " b \t2" keeps "b " (only the line's ends are stripped); \r\n ends a line
     assert read_dic(str(path)) == {"a": 0, "\u3000": 4, "b ": 2, "x": 5}
     path.write_text("a\t0\n\n", encoding="utf-8")
-    with pytest.raises(ElmoConvertError, match="line 2: expected TOKEN<tab>ID"):
+    with pytest.raises(ElmoModelFileError, match="line 2: expected TOKEN<tab>ID"):
         read_dic(str(path))
 
 
@@ -225,11 +226,11 @@ def test_config_is_resolved_as_the_reference_does(tmp_path):
     assert find_config(str(src)) == str(src / "relu-words-1layer.json")  # by its file name in SRC
     (src / "config.json").write_text(json.dumps({"config_path": "../outside/cnn_50_100_512_4096_sample.json"}))
     assert Path(find_config(str(src))).parent.name == "configs"  # a standard config, kept as data
-    with pytest.raises(ElmoConvertError, match="tensor 'char_emb_layer.embedding.weight' has shape"):
+    with pytest.raises(ElmoModelFileError, match="tensor 'char_emb_layer.embedding.weight' has shape"):
         convert(str(src), str(tmp_path / "out"))  # the standard config is not this model's
     convert(str(src), str(tmp_path / "out"), config=str(src / "relu-words-1layer.json"))
     (src / "config.json").write_text(json.dumps({"config_path": "nope.json"}))
-    with pytest.raises(ElmoConvertError, match="neither in .* nor a standard config"):
+    with pytest.raises(ElmoModelFileError, match="neither in .* nor a standard config"):
         find_config(str(src))
 
 
@@ -241,7 +242,7 @@ class Evil:
 def test_pickles_with_objects_are_refused(tmp_path):
     src = copy_model(tmp_path)
     torch.save({"x": Evil()}, src / "encoder.pkl")
-    with pytest.raises(ElmoConvertError, match="encoder.pkl: refused: not a plain PyTorch state dict"):
+    with pytest.raises(ElmoModelFileError, match="encoder.pkl: refused: not a plain PyTorch state dict"):
         convert(str(src), str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.hub import ElmoDownloadError, cache, catalog
+from spacy_elmo.errors import ElmoDownloadError
+from spacy_elmo.hub import cache, catalog
 from spacy_elmo.hub.efml_download import download_efml
 from spacy_elmo.hub.unzip import safe_extract
 
@@ -141,12 +142,11 @@ def test_download_arguments_are_checked():
 
 def test_bad_download_arguments_are_elmo_errors_and_value_errors():
     """A bad --sha256 pin or --format of an ELMoForManyLangs download is an
-    ElmoDownloadArgumentError: an ElmoError and, as before, a ValueError; nothing is fetched."""
-    from spacy_elmo import ElmoError
-    from spacy_elmo.hub import ElmoDownloadArgumentError
+    ElmoConfigError: an ElmoError and, as before, a ValueError; nothing is fetched."""
+    from spacy_elmo.errors import ElmoConfigError, ElmoError
     from spacy_elmo.hub.cli import download_source
 
-    with pytest.raises(ElmoDownloadArgumentError, match=r"--sha256 'abc': expected 64 hex digits \(the zip's\)") as err:
+    with pytest.raises(ElmoConfigError, match=r"--sha256 'abc': expected 64 hex digits \(the zip's\)") as err:
         download_efml("efml-de", sha256="abc", progress=False)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     with pytest.raises(ValueError, match=r"--format 'zip': expected elmoformanylangs") as err:

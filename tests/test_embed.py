@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.embed import EmbedError, embed_file, run, writer
+from spacy_elmo.embed import embed_file, run, writer
+from spacy_elmo.errors import ElmoConfigError
 
 TINY = {"lstm": {"dim": 8, "projection_dim": 4, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
                  "use_skip_connections": True},
@@ -183,7 +184,7 @@ def test_existing_output_with_other_arguments(model, tmp_path):
     src = write_lines(tmp_path / "in.txt", LINES)
     out = str(tmp_path / "o.hdf5")
     embed_file(src, out, model=model[0], progress=False)
-    with pytest.raises(EmbedError, match="exists .*--overwrite"):
+    with pytest.raises(ElmoConfigError, match="exists .*--overwrite"):
         embed_file(src, out, model=model[0], layer_spec="top", progress=False)
     embed_file(src, out, model=model[0], layer_spec="top", overwrite=True, progress=False)
     assert read_allennlp(out)[1]["0"].ndim == 2
@@ -266,7 +267,7 @@ def test_precision_int8_and_its_output_arguments(model, tmp_path):
     out = str(tmp_path / "out.hdf5")
     embed_file(src, out, model=d, progress=False)
     assert "precision" not in writer.written_args(out)
-    with pytest.raises(EmbedError, match="exists .*--overwrite"):
+    with pytest.raises(ElmoConfigError, match="exists .*--overwrite"):
         embed_file(src, out, model=d, progress=False, precision="int8")
     embed_file(src, out, model=d, progress=False, precision="int8", overwrite=True)
     assert writer.written_args(out)["precision"] == "int8"

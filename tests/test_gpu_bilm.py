@@ -103,3 +103,26 @@ def test_pretrain_on_cuda_resumes_on_cpu(tmp_path):
     assert meta["training"]["commands"][-1]["path"]["device"].startswith("cuda")
     meta = pretrain(str(tmp_path / "run"), resume=True, progress=False, overrides={"training.device": "cpu"})
     assert meta["training"]["steps"] == 4
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 1e-1)])
+def test_lstm_train_path_on_cuda_equals_the_autograd_path(dtype, tol):
+    """ElmoLstm's training path (bilm/lstm_train.py, eager steps on CUDA; "native" falls back to
+    them there) against the autograd path, clipping on: outputs and all gradients."""
+    from spacy_elmo.bilm.lstm import ElmoLstm
+    from spacy_elmo.bilm.packing import pack
+
+    torch.manual_seed(0)
+    lstm = ElmoLstm(24, 8, 2, 1.0, 0.4, use_skip_connections=True).cuda().requires_grad_(True)
+    pk = pack([6, 1, 3, 6, 0, 2])
+    x0 = torch.randn(2, pk.n_packed, 8, device="cuda")
+    results = []
+    for recurrence, gemm in (("autograd", torch.float32), ("native", dtype)):
+        lstm.train_recurrence, lstm.train_gemm_dtype = recurrence, gemm
+        lstm.zero_grad()
+        x = x0.clone().requires_grad_(True)
+        out, (_, c) = lstm(x, pk)
+        ((out * out).sum() + c.sum()).backward()
+        results.append([out.detach(), x.grad] + [p.grad.clone() for p in lstm.parameters()])
+    for got, want in zip(results[1], results[0]):
+        assert float((got - want).abs().max()) <= tol * float(want.abs().max())

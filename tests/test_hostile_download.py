@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.hub import ElmoDownloadError, cache, download_model, fetch as fetch_module
+from spacy_elmo.errors import ElmoDownloadError
+from spacy_elmo.hub import cache, download_model, fetch as fetch_module
 
 from test_hub_download import FAST, isolated, serve_urls, server, tiny  # noqa: F401  (fixtures)
 

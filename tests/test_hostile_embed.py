@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.embed import EmbedError, embed_file
+from spacy_elmo.embed import embed_file
+from spacy_elmo.errors import ElmoConfigError
 
 from test_embed import LINES, isolated, model, write_lines  # noqa: F401  (fixtures)
 
@@ -40,12 +41,12 @@ def test_output_that_is_a_directory_is_refused_before_any_work(model, tmp_path, 
     from spacy_elmo.bilm import BiLM
 
     monkeypatch.setattr(BiLM, "from_files", classmethod(lambda *a, **k: pytest.fail("model loaded")))
-    with pytest.raises(EmbedError, match="is a directory"):
+    with pytest.raises(ElmoConfigError, match="is a directory"):
         embed_file(src, str(out), model=model[0], overwrite=True, progress=False)
     code, output = _cli(["embed", src, str(out), "--model", model[0], "--quiet", "--overwrite"])
     assert code == 2 and "is a directory" in output and len(output.strip().splitlines()) == 1
     assert not [n for n in os.listdir(tmp_path) if n.startswith("dir.")]  # no dir.tmp, no dir.parts
-    with pytest.raises(EmbedError, match="does not exist"):
+    with pytest.raises(ElmoConfigError, match="does not exist"):
         embed_file(src, str(tmp_path / "missing" / "o.hdf5"), model=model[0], progress=False)
 
 

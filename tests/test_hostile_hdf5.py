@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.weights import open_hdf5
+from spacy_elmo.errors import ElmoModelFileError
 
 from test_hub_download import isolated, serve_urls, server, tiny  # noqa: F401  (fixtures)
 
@@ -62,10 +63,10 @@ def test_model_files_reading_elsewhere_are_refused(tiny_model, tmp_path, kind):
     d, message = _hostile_copy(tiny_model.directory, tmp_path, kind)
     with h5py.File(d / "weights.hdf5", "r") as f:  # h5py itself follows it: the file is valid HDF5
         assert numpy.isfinite(f[NAME][()]).all()
-    with pytest.raises(ElmoWeightsError, match=f"'{NAME}'.*{message}") as err:
+    with pytest.raises(ElmoModelFileError, match=f"'{NAME}'.*{message}") as err:
         BiLM.from_files(str(d / "options.json"), str(d / "weights.hdf5"))
     assert err.value.dataset == NAME and "\n" not in str(err.value)
-    with pytest.raises(ElmoWeightsError, match=NAME):
+    with pytest.raises(ElmoModelFileError, match=NAME):
         open_hdf5(str(d / "weights.hdf5"))
 
 

@@ -27,12 +27,12 @@ import spacy
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
-from spacy_elmo.bilm.errors import ElmoFileError
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.files import CONFIG_BYTES, read_json
 from spacy_elmo.bilm.sizes import check_size, n_params, physical_memory
 from spacy_elmo.bilm.weights import layout
 from spacy_elmo.convert import convert
+from spacy_elmo.errors import ElmoFileError, ElmoModelFileError
 
 from helpers import REPO, elmo_config
 from test_hub_download import isolated, serve_urls, server  # noqa: F401  (fixtures)
@@ -102,7 +102,7 @@ def test_the_count_is_arithmetic_and_equals_the_layout(tiny_model):
     deep = {**options, "lstm": {**options["lstm"], "n_layers": 10 ** 9}}
     per_layer = 2 * (2 * 16 * 4 * 64 + 4 * 64 + 64 * 16)
     assert n_params(deep) == n_params(options) + (10 ** 9 - 2) * per_layer  # without a 6e9-entry table
-    with pytest.raises(ElmoWeightsError, match="n_layers 1,000,000,000"):
+    with pytest.raises(ElmoModelFileError, match="n_layers 1,000,000,000"):
         check_size(deep, "x")
 
 
@@ -120,7 +120,7 @@ def test_huge_options_are_refused_before_anything_is_built(tiny_model, tmp_path,
     assert (d / "options.json").stat().st_size < 1000
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     _one_line_error(*_cli(["embed", sentences, tmp_path / "out.hdf5", "--model", d]), message)
-    with pytest.raises(ElmoWeightsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ElmoModelFileError, match=message.replace("(", r"\(").replace(")", r"\)")):
         BiLM.from_pretrained(str(d))
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB: no table was built
     assert not (tmp_path / "out.hdf5").exists()
@@ -136,7 +136,7 @@ def test_a_raised_limit_still_refuses_a_model_larger_than_memory(tiny_model, tmp
     _one_line_error(code, output, "weights.hdf5", "of physical memory", "$SPACY_ELMO_MAX_PARAMS is 1,000,000,")
     with pytest.raises(MemoryError, match="refusing to load it") as err:  # an ElmoMemoryError, also a ValueError
         BiLM.from_pretrained(str(d))
-    assert isinstance(err.value, ElmoWeightsError)
+    assert isinstance(err.value, ElmoModelFileError)
 
 
 MEMORY_LIMITED = textwrap.dedent("""
@@ -199,7 +199,7 @@ def test_a_vocabulary_declaring_gigabytes_is_refused_before_reading(words_model,
     _declare(d, name, n)
     assert (d / "weights.hdf5").stat().st_size < 100_000
     _one_line_error(*_cli(["embed", sentences, tmp_path / "out.hdf5", "--model", d]), message)
-    with pytest.raises(ElmoWeightsError, match=message) as err:
+    with pytest.raises(ElmoModelFileError, match=message) as err:
         BiLM.from_pretrained(str(d))
     assert err.value.dataset.startswith("vocab/")
     nlp = spacy.blank("en")
@@ -214,7 +214,7 @@ def test_vocabularies_count_against_the_limit(words_model, monkeypatch):
     with h5py.File(words_model / "weights.hdf5", "r") as f:
         vocab = sum(f[f"vocab/{p}/{k}"].size for p in ("chars", "words") for k in ("utf8", "lengths", "ids"))
     monkeypatch.setenv("SPACY_ELMO_MAX_PARAMS", str(params + vocab - 1))
-    with pytest.raises(ElmoWeightsError, match=f"imply {params:,} parameters and {vocab:,} vocabulary values"):
+    with pytest.raises(ElmoModelFileError, match=f"imply {params:,} parameters and {vocab:,} vocabulary values"):
         BiLM.from_pretrained(str(words_model))
     monkeypatch.setenv("SPACY_ELMO_MAX_PARAMS", str(params + vocab))
     assert BiLM.from_pretrained(str(words_model)).indexer.words
@@ -249,7 +249,7 @@ def test_an_lm_head_dataset_is_checked_before_reading(tmp_path):
         del f["head.weight"]
         f.create_dataset("head.weight", shape=(10 ** 9, 8), dtype="f4", chunks=(1 << 14, 8))
     assert (tmp_path / "m" / "lm_head.hdf5").stat().st_size < 100_000
-    with pytest.raises(ElmoWeightsError, match=r"lm_head.hdf5: dataset 'head.weight' has shape \(1000000000, 8\), "
+    with pytest.raises(ElmoModelFileError, match=r"lm_head.hdf5: dataset 'head.weight' has shape \(1000000000, 8\), "
                                                r"but options.json / vocab.txt implies \(11, 8\)"):
         load_model(str(tmp_path / "m"))
 
@@ -304,7 +304,7 @@ def test_model_files_that_are_fifos_are_refused(tiny_model, tmp_path, file):
     shutil.copy(Path(tiny_model.directory, "sha256.json"), d / "sha256.json")
     (d / file).unlink()
     os.mkfifo(d / file)
-    with pytest.raises(ElmoWeightsError, match=f"{file}: the .* is a FIFO"):
+    with pytest.raises(ElmoModelFileError, match=f"{file}: the .* is a FIFO"):
         BiLM.from_pretrained(str(d))
 
 
@@ -368,9 +368,10 @@ def test_pipeline_settings_must_be_finite(architecture, settings, message):
     ("[model]\nfilters = [[1, 32], [2, Infinity]]\n", r"\[model\] filters = .* in .*: item 1.1 is inf"),
 ])
 def test_pretraining_configs_must_be_finite(tmp_path, text, message):
-    from spacy_elmo.pretrain.config import PretrainConfigError, load_config
+    from spacy_elmo.errors import ElmoConfigError
+    from spacy_elmo.pretrain.config import load_config
 
     path = tmp_path / "config.cfg"
     path.write_text(text)
-    with pytest.raises(PretrainConfigError, match=message):
+    with pytest.raises(ElmoConfigError, match=message):
         load_config(path)

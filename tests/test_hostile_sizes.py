@@ -7,9 +7,10 @@ import shutil
 import h5py
 import pytest
 
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
+from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.sizes import MAX_PARAMS, check_size, n_params
 from spacy_elmo.bilm.weights import layout
+from spacy_elmo.errors import ElmoModelFileError
 
 ORIGINAL = {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
                      "use_skip_connections": True},
@@ -43,7 +44,7 @@ def test_huge_options_are_refused_before_allocating(tmp_path, tiny_model, monkey
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     message = (r"imply 5,920,067,232 parameters \(23.7 GB of float32: lstm.dim 10,000,000, .*"
                r"above the limit of 374,403,392; set \$SPACY_ELMO_MAX_PARAMS")
-    with pytest.raises(ElmoWeightsError, match=message) as err:
+    with pytest.raises(ElmoModelFileError, match=message) as err:
         BiLM.from_files(str(d / "options.json"), str(d / "weights.hdf5"))
     assert "\n" not in str(err.value)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KB: nothing big allocated
@@ -53,12 +54,12 @@ def test_the_limit_is_configurable(tmp_path, tiny_model, monkeypatch):
     d = _sparse_model(tmp_path, tiny_model, 128)  # the tiny model's shapes, wider LSTM: ~100k parameters
     options, weights = str(d / "options.json"), str(d / "weights.hdf5")
     monkeypatch.setenv("SPACY_ELMO_MAX_PARAMS", "1000")
-    with pytest.raises(ElmoWeightsError, match="above the limit of 1,000"):
+    with pytest.raises(ElmoModelFileError, match="above the limit of 1,000"):
         BiLM.from_files(options, weights)
     monkeypatch.setenv("SPACY_ELMO_MAX_PARAMS", "lots")
     with pytest.raises(ValueError, match=r"\$SPACY_ELMO_MAX_PARAMS = 'lots': expected a positive integer"):
         BiLM.from_files(options, weights)
     monkeypatch.setenv("SPACY_ELMO_MAX_PARAMS", "10_000_000")
     assert BiLM.from_files(options, weights).options["lstm"]["dim"] == 128
-    with pytest.raises(ElmoWeightsError, match="above the limit of 10"):
+    with pytest.raises(ElmoModelFileError, match="above the limit of 10"):
         check_size(json.loads((d / "options.json").read_text()), weights, 10)

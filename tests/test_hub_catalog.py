@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from spacy_elmo.bilm import BiLM, ElmoInputError
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.errors import ElmoConfigError
 from spacy_elmo.hub import cache, catalog, load_bilm
 
 from helpers import REPO
@@ -81,7 +82,7 @@ def test_load_bilm_takes_a_name_a_directory_or_two_files(tiny_model, tmp_path):
     assert by_dir.options == by_files.options == BiLM.from_pretrained(tiny_model.directory).options
     assert load_bilm().options == load_bilm(DEFAULT_MODEL).options
     assert load_bilm(tiny_model.directory, precision="bfloat16").precision == "bfloat16"
-    with pytest.raises(ElmoInputError, match="options_path is given without weights_path"):
+    with pytest.raises(ElmoConfigError, match="options_path is given without weights_path"):
         load_bilm(options_path=tiny_model.options_path)
     with pytest.raises(FileNotFoundError, match="'efml-de' is not downloaded.*python -m spacy_elmo download efml-de"):
         load_bilm("efml-de")

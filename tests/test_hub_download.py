@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
-from spacy_elmo.bilm import BiLM, ElmoWeightsError
-from spacy_elmo.hub import ElmoDownloadError, cache, catalog, download_model
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.errors import ElmoDownloadError, ElmoModelFileError
+from spacy_elmo.hub import cache, catalog, download_model
 from spacy_elmo.hub.listing import rows
 
 from helpers import elmo_config
@@ -193,7 +194,7 @@ def test_a_byte_changed_in_the_cache_is_refused_on_load(server, tiny, monkeypatc
     data = bytearray(open(path, "rb").read())
     data[len(data) // 2] ^= 0x01
     open(path, "wb").write(bytes(data))
-    with pytest.raises(ElmoWeightsError, match=r"weights\.hdf5: sha256 .* differs"):
+    with pytest.raises(ElmoModelFileError, match=r"weights\.hdf5: sha256 .* differs"):
         BiLM.from_pretrained("elmo-small")
     assert next(r for r in rows(verify=True) if r["name"] == "elmo-small")["status"].startswith("CORRUPT")
     with pytest.raises(ElmoDownloadError, match="--force"):
@@ -258,7 +259,7 @@ def test_registered_but_not_downloaded_says_the_command(monkeypatch):
         BiLM.from_pretrained("elmo-original")
     import spacy
 
-    from spacy_elmo.pipeline import ElmoConfigError
+    from spacy_elmo.errors import ElmoConfigError
 
     nlp = spacy.blank("en")
     expected = r"\[components.elmo.model\] name = 'elmo-medium'.*python -m spacy_elmo download elmo-medium"
@@ -313,16 +314,16 @@ def test_bad_download_arguments_are_elmo_errors(tmp_path):
     """The download command's argument errors are ElmoDownloadArgumentErrors (ElmoError and
     ValueError): three sources without --name, a --sha256 pin that is not 64 hex digits, a URL
     that is not http(s); the command line prints each as one line (exit 2)."""
-    from spacy_elmo import ElmoError
-    from spacy_elmo.hub import ElmoDownloadArgumentError, parse_pins
+    from spacy_elmo.errors import ElmoConfigError, ElmoError
+    from spacy_elmo.hub import parse_pins
     from spacy_elmo.hub.cli import download_cli
 
-    with pytest.raises(ElmoDownloadArgumentError, match="give one NAME of the catalog .*, or URL_OF_OPTIONS") as err:
+    with pytest.raises(ElmoConfigError, match="give one NAME of the catalog .*, or URL_OF_OPTIONS") as err:
         download_cli(["a", "b", "c"], name=None, sha256=None, force=False, retries=0, quiet=True, fmt=None)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     with pytest.raises(ValueError, match=r"--sha256 'weights=12': expected 64 hex digits") as err:
         parse_pins(["weights=12"])
-    assert isinstance(err.value, ElmoDownloadArgumentError)
+    assert isinstance(err.value, ElmoConfigError)
     with pytest.raises(ElmoError, match=r"not an http\(s\) URL: 'ftp://127.0.0.1/o.json'") as err:
         download_model("m", {"options.json": "ftp://127.0.0.1/o.json", "weights.hdf5": "http://127.0.0.1/w"})
     assert isinstance(err.value, ValueError) and not os.path.exists(cache.model_dir("m"))

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.hub import ElmoDownloadArgumentError, ElmoDownloadError, cache, catalog, download_model, unzip
+from spacy_elmo.errors import ElmoConfigError, ElmoDownloadError
+from spacy_elmo.hub import cache, catalog, download_model, unzip
 from spacy_elmo.hub.efml_download import download_efml
 from spacy_elmo.hub.fetch import fetch
 from spacy_elmo.hub.listing import rows
@@ -243,7 +244,7 @@ def test_a_mirror_must_be_http(env, name, value, monkeypatch, tmp_path):
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
     assert f"${env} = {value!r}: a mirror must be an http(s) URL" in result.output
     assert cache.downloaded() == []
-    with pytest.raises(ElmoDownloadArgumentError, match="not an http"):
+    with pytest.raises(ElmoConfigError, match="not an http"):
         fetch("file:///etc/hostname", str(tmp_path / "x.part"), progress=False)
     assert not (tmp_path / "x.part").exists()
 

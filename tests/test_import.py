@@ -93,12 +93,13 @@ def test_cli_bad_input_is_one_line(tmp_path, args, message):
 
 
 def test_pretrain_and_perplexity_name_what_is_wrong(tmp_path):
-    from spacy_elmo.pretrain.corpus import CorpusError, resolve_paths
+    from spacy_elmo.errors import ElmoDataError
+    from spacy_elmo.pretrain.corpus import resolve_paths
     from spacy_elmo.pretrain.train import pretrain
 
-    with pytest.raises(CorpusError, match="is a directory; give a text file"):
+    with pytest.raises(ElmoDataError, match="is a directory; give a text file"):
         resolve_paths([str(tmp_path)])
     out = tmp_path / "run"
-    with pytest.raises(CorpusError, match="not found"):
+    with pytest.raises(ElmoDataError, match="not found"):
         pretrain(str(out), overrides={"corpus.paths": [str(tmp_path / "missing.txt")]}, progress=False)
     assert not out.exists()  # a failed start leaves nothing behind

@@ -1,4 +1,4 @@
-"""The native-kernel cache loads only what this user built (pretrain/kernel_cache.py): a library
+"""The native-kernel cache loads only what this user built (bilm/kernel_cache.py): a library
 planted in a folder others can write, owned by another user, writable by others, without its
 recorded sha256, truncated, or behind a symlink is never loaded (its constructor never runs), one
 warning is given and the library is built again. The libraries here are tiny C files whose
@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from spacy_elmo.pretrain import kernel_cache, native
+from spacy_elmo.bilm import kernel_cache, native
 
 NAME = native.LIBRARY
 SOURCE = r"""

@@ -10,7 +10,8 @@ import spacy
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.embed import embed_file
-from spacy_elmo.layer_spec import LayerSpecError, parse
+from spacy_elmo.errors import ElmoConfigError
+from spacy_elmo.layer_spec import parse
 from spacy_elmo.probe.embed import embed_tokens
 from spacy_elmo.probe.views import view_names, views
 
@@ -72,16 +73,16 @@ def test_names_round_trip():
     ("layer_1\n", r"--layers 'layer_1\n': expected all"),  # names are matched whole
 ])
 def test_bad_specs_raise_one_line_errors(text, message):
-    with pytest.raises(LayerSpecError) as err:
+    with pytest.raises(ElmoConfigError) as err:
         parse(text, "--layers")
     assert message in str(err.value)
     assert "\n" not in str(err.value) and isinstance(err.value, ValueError)
 
 
 def test_specs_that_do_not_fit_the_model_raise():
-    with pytest.raises(LayerSpecError, match=r"'layer_3': the biLM has layers 0..2"):
+    with pytest.raises(ElmoConfigError, match=r"'layer_3': the biLM has layers 0..2"):
         parse("layer_3").apply(H)
-    with pytest.raises(LayerSpecError, match="2 weights, but the model has 3 layers"):
+    with pytest.raises(ElmoConfigError, match="2 weights, but the model has 3 layers"):
         parse("mix:1,2").validate(3)
     assert parse("mix:1,2,3").validate(3).kind == "mix"
 
@@ -91,7 +92,7 @@ def test_bad_specs_are_errors_in_the_component_and_the_probe(tiny_model):
         spacy.blank("en").add_pipe("elmo", config=elmo_config(tiny_model, store="mix"))
     with pytest.raises(ValueError, match="vectors = 'mean': expected all, top, average"):
         spacy.blank("en").add_pipe("elmo", config=elmo_config(tiny_model, vectors="mean"))
-    with pytest.raises(LayerSpecError, match="'mean': expected all"):
+    with pytest.raises(ElmoConfigError, match="'mean': expected all"):
         views(H.transpose(1, 0, 2), ["mean"])
 
 

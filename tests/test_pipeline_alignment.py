@@ -4,7 +4,8 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_elmo.pipeline import ElmoAlignmentError, ElmoData
+from spacy_elmo.errors import ElmoDataError
+from spacy_elmo.pipeline import ElmoData
 
 from helpers import elmo_config
 
@@ -109,13 +110,13 @@ def test_clear_errors(nlp, tiny_model):
         retokenizer.split(doc[0], ["Ne", "w"], heads=[(doc[0], 1), doc[1]])
     with doc.retokenize() as retokenizer:
         retokenizer.merge(doc[1:3])  # "w York" crosses the boundary of "New"
-    with pytest.raises(ElmoAlignmentError, match=r"doc\._\.elmo cannot be realigned.*'w York'") as err:
+    with pytest.raises(ElmoDataError, match=r"doc\._\.elmo cannot be realigned.*'w York'") as err:
         doc[1]._.elmo
     assert isinstance(err.value, ValueError) and "\n" not in str(err.value)
     other = plain("Old Town")
-    with pytest.raises(ElmoAlignmentError, match=r"doc\._\.elmo was computed for a different text"):
+    with pytest.raises(ElmoDataError, match=r"doc\._\.elmo was computed for a different text"):
         other._.elmo = plain("New York")._.elmo
-    with pytest.raises(ElmoAlignmentError, match=r"doc\._\.elmo has 3 rows for a Doc of 2 tokens"):
+    with pytest.raises(ElmoDataError, match=r"doc\._\.elmo has 3 rows for a Doc of 2 tokens"):
         other._.elmo = ElmoData(numpy.zeros((1, 3, 4), dtype="float32"))
 
 
@@ -130,5 +131,5 @@ def test_values_stored_without_offsets(nlp):
         retokenizer.merge(doc[2:4])
     numpy.testing.assert_array_equal(doc[4]._.elmo, ref[:, 5])
     doc.user_data[("._.", "elmo", None, None)] = {"__spacy_elmo_data__": {"layers": ref, "store": "all"}}
-    with pytest.raises(ElmoAlignmentError, match="no token offsets"):
+    with pytest.raises(ElmoDataError, match="no token offsets"):
         doc._.elmo

@@ -112,7 +112,7 @@ def test_clear_cache_frees_it_and_stops_serving(tiny_model):
 
 
 def test_warm_up_stops_when_full_and_training_computes_the_rest(tiny_model):
-    probe = LayersCache(1.0)
+    probe = LayersCache(1.0, "float32")
     probe.store(("I", "like", "green", "eggs"), numpy.zeros((3, 4, 32), dtype="float32"))
     nlp, train_egs, dev, calls = build(tiny_model, cache_mb=1.3 * probe.n_bytes / 2 ** 20)  # room for one
     assert calls.take() == len(TRAIN)  # one call of all three sentences; one of them fits
@@ -208,4 +208,4 @@ def test_cache_settings_are_checked(tiny_model):
     # what a config file can still pass through spaCy's validation: nan, inf, a quoted number
     for bad in (float("nan"), float("inf"), "1024"):
         with pytest.raises(ValueError, match=r"cache_mb must be a finite number >= 0 \(MB\), got "):
-            LayersCache(bad)
+            LayersCache(bad, "float32")

@@ -7,7 +7,8 @@ from spacy.tokens import Doc
 from thinc.api import ConfigValidationError
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.pipeline import ElmoConfigError, ElmoData
+from spacy_elmo.errors import ElmoConfigError
+from spacy_elmo.pipeline import ElmoData
 
 from helpers import elmo_config
 

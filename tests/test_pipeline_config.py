@@ -1,6 +1,8 @@
 """The config shape of the biLM: a ``spacy_elmo.ElmoBiLM.v1`` section (``[components.elmo.model]``,
 ``Elmo.v1``'s ``bilm``); flat biLM keys are config errors. Round trips through to_disk /
 spacy.load, and replace_listeners copying the section."""
+import dataclasses
+import inspect
 import os
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from spacy.training import Example
 from thinc.api import ConfigValidationError
 
 from spacy_elmo.pipeline import learned_mixes
-from spacy_elmo.pipeline.bilm_config import ARCHITECTURE, settings_of
+from spacy_elmo.pipeline.bilm_config import ARCHITECTURE, BiLMSettings, settings_of
 
 from helpers import REPO
 
@@ -48,6 +50,37 @@ def test_default_config_has_the_section():
     # spaCy lists every argument of the factory: the component's own keys, nothing else
     assert {k: v for k, v in cfg.items() if k not in ("factory", "model")} == {
         "store": "all", "dtype": "float32", "vectors": None}
+
+
+def test_the_filled_config_the_dataclass_and_the_built_layers_agree(tiny_model):
+    """The biLM's defaults are written once (BiLMSettings): the factory's filled config, the
+    architecture's signature, a section that names only the model (filled by spaCy from that
+    signature), Elmo.v1's default biLM and the layers built all hold the same values."""
+    from spacy_elmo.pipeline.architectures import elmo_bilm_v1, elmo_v1
+    from spacy_elmo.pipeline.layers.doc_layers import bilm_of
+
+    defaults = dataclasses.asdict(BiLMSettings())
+    assert defaults == {"name": "en_elmo_small", "options_path": None, "weights_path": None, "window_tokens": 128,
+                        "batch_size": 64, "cache_mb": 2048, "cache_dtype": "float32", "threads": "auto",
+                        "precision": "float32"}
+    signature = {k: p.default for k, p in inspect.signature(elmo_bilm_v1).parameters.items()}
+    assert signature == defaults
+    nlp, named = spacy.blank("en"), spacy.blank("en")
+    nlp.add_pipe("elmo")
+    named.add_pipe("elmo", config={"model": {"@architectures": ARCHITECTURE, "name": tiny_model.directory}})
+    assert nlp.config["components"]["elmo"]["model"] == {"@architectures": ARCHITECTURE, **defaults}
+    assert named.config["components"]["elmo"]["model"] == {"@architectures": ARCHITECTURE, **defaults,
+                                                           "name": tiny_model.directory}
+    doc_layers = nlp.get_pipe("elmo").model
+    assert settings_of(doc_layers) == defaults and doc_layers.attrs["window_tokens"] == 128
+    for layer in (bilm_of(doc_layers), elmo_v1().get_ref("bilm")):
+        cache = layer.attrs["cache"]
+        assert (layer.attrs["batch_size"], cache.capacity_mb, cache.dtype) == (64, 2048.0, "float32")
+        assert layer.attrs["precision"].value == "float32" and layer.attrs["source"]["name"] == "en_elmo_small"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cache_size'"):
+        dataclasses.replace(BiLMSettings(), cache_size=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        BiLMSettings().cache_mb = 0
 
 
 def test_flat_bilm_keys_are_config_errors(tiny_model):
@@ -159,7 +192,7 @@ print(nlp.pipe_names)
 def test_bad_pipeline_settings_are_config_errors_naming_the_key(tiny_model):
     """An out-of-range setting of the elmo component is an ElmoConfigError (an ElmoError and, as
     before, a ValueError) whose ``key`` is the setting."""
-    from spacy_elmo import ElmoConfigError, ElmoError
+    from spacy_elmo.errors import ElmoConfigError, ElmoError
 
     with pytest.raises(ElmoConfigError, match=r"window_tokens must be >= 1, got 0") as err:
         spacy.blank("en").add_pipe("elmo", config=new_style(tiny_model, window_tokens=0))

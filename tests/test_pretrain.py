@@ -8,7 +8,8 @@ import numpy
 import pytest
 import torch
 
-from spacy_elmo.pretrain.corpus import CorpusError, read_lines, resolve_paths
+from spacy_elmo.errors import ElmoDataError
+from spacy_elmo.pretrain.corpus import read_lines, resolve_paths
 from spacy_elmo.pretrain.train import pretrain
 
 SENTENCES = [
@@ -143,17 +144,17 @@ def test_refuses_to_overwrite_and_resume_without_checkpoint(corpus, tmp_path):
 def test_bad_corpus_files(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n")
-    with pytest.raises(CorpusError, match="contains no text"):
+    with pytest.raises(ElmoDataError, match="contains no text"):
         list(read_lines(str(empty)))
     binary = tmp_path / "binary.bin"
     binary.write_bytes(bytes(range(256)) * 4)
-    with pytest.raises(CorpusError, match="binary|not UTF-8"):
+    with pytest.raises(ElmoDataError, match="binary|not UTF-8"):
         list(read_lines(str(binary)))
-    with pytest.raises(CorpusError, match="not found"):
+    with pytest.raises(ElmoDataError, match="not found"):
         resolve_paths([str(tmp_path / "missing.txt")])
-    with pytest.raises(CorpusError, match="No file matches"):
+    with pytest.raises(ElmoDataError, match="No file matches"):
         resolve_paths([str(tmp_path / "*.nothing")])
-    with pytest.raises(CorpusError, match="contains no text"):
+    with pytest.raises(ElmoDataError, match="contains no text"):
         pretrain(str(tmp_path / "run"), overrides={"corpus.paths": [str(empty)]}, progress=False)
 
 
@@ -231,7 +232,7 @@ def test_config_rejects_unknown_settings(tmp_path):
     (it used to be ignored, starting the default 100,000-step run); nullable init_from still works."""
     from spacy_elmo.pretrain.config import load_config
 
-    missing = str(tmp_path / "missing.txt")  # checked before the corpus: no CorpusError
+    missing = str(tmp_path / "missing.txt")  # checked before the corpus: no ElmoDataError
     with pytest.raises(ValueError, match=r"\[training\] max_step: unknown setting .*did you mean max_steps\?"):
         pretrain(str(tmp_path / "o"), overrides={"corpus.paths": [missing], "training.max_step": 2}, progress=False)
     assert not (tmp_path / "o").exists()
@@ -311,7 +312,7 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
     init_from; load_model's message is about model directories, not perplexity."""
     from spacy_elmo.pretrain.export import load_model
 
-    missing = str(tmp_path / "missing.txt")  # a CorpusError would mean the corpus came first
+    missing = str(tmp_path / "missing.txt")  # a ElmoDataError would mean the corpus came first
 
     def run(init_from, **extra):
         overrides = dict(TINY, **{"corpus.paths": [missing], "training.init_from": str(init_from)}, **extra)
@@ -334,9 +335,9 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
 
 @pytest.mark.slow
 def test_corrupt_or_mismatched_model_files(tmp_path):
-    """Garbage, foreign or truncated lm_head.hdf5 / vocab.txt: an ElmoWeightsError naming the file,
+    """Garbage, foreign or truncated lm_head.hdf5 / vocab.txt: an ElmoModelFileError naming the file,
     in perplexity, in pretrain's init_from and on the command line (one line, exit code 2)."""
-    from spacy_elmo.bilm import ElmoWeightsError
+    from spacy_elmo.errors import ElmoModelFileError
     from spacy_elmo.pretrain.perplexity import perplexity
 
     text = tmp_path / "text.txt"
@@ -346,9 +347,9 @@ def test_corrupt_or_mismatched_model_files(tmp_path):
     good_head = (model / "lm_head.hdf5").read_bytes()
 
     (model / "lm_head.hdf5").write_bytes(b"not an hdf5 file " * 100)
-    with pytest.raises(ElmoWeightsError, match=r"lm_head\.hdf5: not a readable HDF5 file"):
+    with pytest.raises(ElmoModelFileError, match=r"lm_head\.hdf5: not a readable HDF5 file"):
         perplexity(str(model), str(text))
-    with pytest.raises(ElmoWeightsError, match=r"\[training\] init_from = .*lm_head\.hdf5: not a readable HDF5"):
+    with pytest.raises(ElmoModelFileError, match=r"\[training\] init_from = .*lm_head\.hdf5: not a readable HDF5"):
         pretrain(str(tmp_path / "o"), overrides=dict(TINY, **{"training.init_from": str(model)}), progress=False)
     proc = subprocess.run(
         [sys.executable, "-m", "spacy_elmo", "perplexity", str(model), str(text)], capture_output=True, text=True
@@ -358,18 +359,18 @@ def test_corrupt_or_mismatched_model_files(tmp_path):
 
     other = _model_dir(tmp_path / "other", vocab_size=150)
     (model / "lm_head.hdf5").write_bytes((other / "lm_head.hdf5").read_bytes())
-    with pytest.raises(ElmoWeightsError, match="vocab.txt has 100 words but lm_head.hdf5 was trained for 150"):
+    with pytest.raises(ElmoModelFileError, match="vocab.txt has 100 words but lm_head.hdf5 was trained for 150"):
         perplexity(str(model), str(text))
     other = _model_dir(tmp_path / "other2", **{"projection_dim": 4})
     (model / "lm_head.hdf5").write_bytes((other / "lm_head.hdf5").read_bytes())
-    with pytest.raises(ElmoWeightsError, match=r"lm_head\.hdf5: dataset .* has shape .*, but options\.json / "
+    with pytest.raises(ElmoModelFileError, match=r"lm_head\.hdf5: dataset .* has shape .*, but options\.json / "
                                                r"vocab\.txt implies"):
         perplexity(str(model), str(text))
 
     (model / "lm_head.hdf5").write_bytes(good_head)
     lines = (model / "vocab.txt").read_text().splitlines()
     (model / "vocab.txt").write_text("\n".join(lines[:50]) + "\n")
-    with pytest.raises(ElmoWeightsError, match="vocab.txt has 50 words but lm_head.hdf5 was trained for 100"):
+    with pytest.raises(ElmoModelFileError, match="vocab.txt has 50 words but lm_head.hdf5 was trained for 100"):
         perplexity(str(model), str(text))
 
 
@@ -404,23 +405,23 @@ def test_init_from_a_narrower_model_widens_it(corpus, tmp_path):
 
 def test_bad_pretraining_inputs_are_elmo_errors(tmp_path):
     """A config key, a checkpoint file and a pre-tokenised corpus that cannot be used raise
-    PretrainConfigError, CheckpointError and CorpusError: each an ElmoError and, as before, a
+    ElmoConfigError, ElmoModelFileError and ElmoDataError: each an ElmoError and, as before, a
     ValueError, with a message naming the key or file."""
-    from spacy_elmo import ElmoError
+    from spacy_elmo.errors import ElmoConfigError, ElmoError
     from spacy_elmo.pretrain import checkpoint
-    from spacy_elmo.pretrain.config import PretrainConfigError, load_config
+    from spacy_elmo.pretrain.config import load_config
     from spacy_elmo.pretrain.corpus_pack import read_pack
 
-    with pytest.raises(PretrainConfigError, match=r"\[training\] nonsense: unknown setting") as err:
+    with pytest.raises(ElmoConfigError, match=r"\[training\] nonsense: unknown setting") as err:
         load_config(overrides={"training.nonsense": 3})
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     bad = tmp_path / "checkpoint.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(checkpoint.CheckpointError, match=r"cannot read checkpoint .*checkpoint\.pt") as err:
+    with pytest.raises(checkpoint.ElmoModelFileError, match=r"cannot read checkpoint .*checkpoint\.pt") as err:
         checkpoint.read(bad)
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     pack = tmp_path / "corpus.pack"
     pack.write_bytes(b"\x00" * 64)
-    with pytest.raises(CorpusError, match=r"corpus\.pack: not a pre-tokenised corpus written by corpus_pack") as err:
+    with pytest.raises(ElmoDataError, match=r"corpus\.pack: not a pre-tokenised corpus written by corpus_pack") as err:
         read_pack(str(pack))
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

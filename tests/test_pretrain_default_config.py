@@ -21,11 +21,12 @@ def test_default_config_has_no_corpus():
 
 
 def test_pretrain_without_corpus_says_what_to_pass(tmp_path):
-    from spacy_elmo.pretrain.corpus import CorpusError
+    from spacy_elmo.errors import ElmoConfigError
     from spacy_elmo.pretrain.train import pretrain
 
-    with pytest.raises(CorpusError, match=r"^no corpus: pass --corpus.paths '\[\"texts/\*\.txt\.gz\"\]'") as err:
+    with pytest.raises(ElmoConfigError, match=r"^no corpus: pass --corpus.paths '\[\"texts/\*\.txt\.gz\"\]'") as err:
         pretrain(str(tmp_path / "run"), progress=False)
+    assert err.value.key == "corpus.paths"
     assert "\n" not in str(err.value)
 
 

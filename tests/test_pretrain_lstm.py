@@ -218,7 +218,7 @@ def test_stint_stops_like_an_interruption_and_resumes(corpus, tmp_path):  # noqa
     assert meta["training"]["steps"] == 6
 
 
-# -- the native ops (pretrain/native.py): recurrences, fused loss, char CNN -----------------------
+# -- the native ops (bilm/native.py): recurrences, fused loss, char CNN -----------------------
 
 
 @pytest.fixture(scope="module")
@@ -341,7 +341,8 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
 def test_native_kernels_can_be_turned_off(monkeypatch):
     """SPACY_ELMO_NATIVE=0: no native ops, and the LSTMs fall back (here to the eager steps, as
     where torch.compile fails too)."""
-    from spacy_elmo.pretrain import native as native_mod, recurrent as recurrent_mod
+    from spacy_elmo.bilm import native as native_mod
+    from spacy_elmo.pretrain import recurrent as recurrent_mod
 
     monkeypatch.setenv("SPACY_ELMO_NATIVE", "0")
     monkeypatch.setattr(native_mod, "_LOADED", {})
@@ -356,7 +357,7 @@ def test_native_kernels_can_be_turned_off(monkeypatch):
 
 
 def test_native_switch_reads_the_usual_spellings(monkeypatch):
-    from spacy_elmo.pretrain import native as native_mod
+    from spacy_elmo.bilm import native as native_mod
 
     for value, on in [("0", False), ("false", False), ("No", False), (" off ", False), ("1", True), ("true", True),
                       ("", True)]:

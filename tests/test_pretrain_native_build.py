@@ -1,8 +1,8 @@
-"""Where the native kernels are built (pretrain/native.py): their own cache folder, not the
+"""Where the native kernels are built (bilm/native.py): their own cache folder, not the
 model cache; ``SPACY_ELMO_KERNELS`` overrides it. No compiler is run here."""
 from pathlib import Path
 
-from spacy_elmo.pretrain import native
+from spacy_elmo.bilm import native
 
 
 def test_kernels_dir_is_not_the_model_cache(monkeypatch, tmp_path):

@@ -221,7 +221,8 @@ def test_probe_needs_its_data_sets(tmp_path):
     from typer.testing import CliRunner
 
     from spacy_elmo.__main__ import app
-    from spacy_elmo.probe import ProbeDataError, ProbeSettings
+    from spacy_elmo.errors import ElmoConfigError
+    from spacy_elmo.probe import ProbeSettings
     from spacy_elmo.probe.run import check_data
 
     result = CliRunner().invoke(app, ["probe", str(tmp_path / "no_model"), "--output", str(tmp_path / "o"),
@@ -229,23 +230,22 @@ def test_probe_needs_its_data_sets(tmp_path):
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "data sets are not given: --ewt-train FILE, --ewt-dev FILE, --lm-text GLOB" in result.output
     assert "no_model" not in result.output and "Traceback" not in result.output
-    with pytest.raises(ProbeDataError, match=r"given: --ewt-train FILE \(") as err:
+    with pytest.raises(ElmoConfigError, match=r"given: --ewt-train FILE \(") as err:
         check_data(ProbeSettings(ewt_dev="d", wic="w", center_sentences=0))
     assert isinstance(err.value, ValueError)
     check_data(ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))
 
 
 def test_malformed_wic_and_conllu_files_are_probe_data_errors(tmp_path):
-    """A malformed WiC or CoNLL-U line is a ProbeDataError (an ElmoError and a ValueError) naming
+    """A malformed WiC or CoNLL-U line is an ElmoDataError (an ElmoError and a ValueError) naming
     the file and line; so is a sample too small for the contextuality measures."""
-    from spacy_elmo import ElmoError
-    from spacy_elmo.probe import ProbeDataError
+    from spacy_elmo.errors import ElmoDataError, ElmoError
     from spacy_elmo.probe.wic import read_split
 
     (tmp_path / "dev.gold.txt").write_text("T\nF\n", encoding="utf-8")
     data = tmp_path / "dev.data.txt"
     data.write_text("bank\tN\t0-1\tbank one\tthe bank\nrun\tV\tx-1\trun now\tto run\n", encoding="utf-8")
-    with pytest.raises(ProbeDataError, match=r"dev\.data\.txt:2: field 3 = 'x-1': expected the two target") as err:
+    with pytest.raises(ElmoDataError, match=r"dev\.data\.txt:2: field 3 = 'x-1': expected the two target") as err:
         read_split(str(tmp_path), "dev")
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     data.write_text("bank\tN\t0-1\tbank one\n", encoding="utf-8")
@@ -254,7 +254,7 @@ def test_malformed_wic_and_conllu_files_are_probe_data_errors(tmp_path):
     assert isinstance(err.value, ElmoError)
     conllu = tmp_path / "bad.conllu"
     conllu.write_text("1\tThe\tthe\n", encoding="utf-8")
-    with pytest.raises(ProbeDataError, match=r"bad\.conllu:1: expected a CoNLL-U word line"):
+    with pytest.raises(ElmoDataError, match=r"bad\.conllu:1: expected a CoNLL-U word line"):
         read_conllu(str(conllu))
-    with pytest.raises(ProbeDataError, match="anisotropy needs tokens from at least two sentences"):
+    with pytest.raises(ElmoDataError, match="anisotropy needs tokens from at least two sentences"):
         ctx.anisotropy(numpy.ones((3, 4), dtype=numpy.float32), numpy.zeros(3, dtype=numpy.int64))

@@ -16,7 +16,8 @@ pytest.importorskip("ray.data")
 from spacy_elmo.__main__ import app  # noqa: E402
 from spacy_elmo.bilm import BiLM  # noqa: E402
 from spacy_elmo.embed import embed_file  # noqa: E402
-from spacy_elmo.scale import ScaleError, ShardedVectors, embed_dataset, embed_file_ray  # noqa: E402
+from spacy_elmo.errors import ElmoConfigError, ElmoDataError  # noqa: E402
+from spacy_elmo.scale import ShardedVectors, embed_dataset, embed_file_ray  # noqa: E402
 from spacy_elmo.scale.actor import KILL_ENV  # noqa: E402
 
 TINY = {"lstm": {"dim": 8, "projection_dim": 4, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
@@ -154,15 +155,15 @@ def test_actor_tokens_column_in_process(setup, tmp_path):
 def test_embed_dataset_errors(cluster, setup, tmp_path):
     model = setup[0]
     ds = ray.data.from_items([{"line": 0, "text": "a"}])
-    with pytest.raises(ScaleError, match="no column 'index'"):
+    with pytest.raises(ElmoDataError, match="no column 'index'"):
         embed_dataset(ds, str(tmp_path / "o"), model=model)
-    with pytest.raises(ScaleError, match="--layers 'bottom'"):
+    with pytest.raises(ElmoConfigError, match="--layers 'bottom'"):
         embed_dataset(ds, str(tmp_path / "o"), model=model, layers="bottom")
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ScaleError, match="is a file"):
+    with pytest.raises(ElmoConfigError, match="is a file"):
         embed_dataset(ray.data.from_items([{"index": 0, "text": "a"}]), str(tmp_path / "file"), model=model)
     bad = ray.data.from_items([{"index": 0, "text": "fine"}, {"index": 1, "text": None}])
-    with pytest.raises(ScaleError,
-                       match="a block failed: ElmoInputTypeError: line 1: column 'text' must be a str, got NoneType"):
+    with pytest.raises(ElmoDataError,
+                       match="a block failed: ElmoTypeError: line 1: column 'text' must be a str, got NoneType"):
         embed_dataset(bad, str(tmp_path / "b"), model=model, actors=1, progress=False)
     shutil.rmtree(tmp_path / "b", ignore_errors=True)

@@ -115,21 +115,19 @@ def test_without_ray_one_line_error_with_the_install_command(tmp_path, monkeypat
 
 
 def test_damaged_shards_and_manifests_are_elmo_errors(run_dir):
-    """A shard that lost a line's dataset is a ShardLineError (an ElmoError and, as before, a
-    KeyError whose str() is the message); a manifest of another format is a ScaleError (an
-    ElmoError and a ValueError)."""
-    from spacy_elmo import ElmoError
-    from spacy_elmo.scale.errors import ScaleError, ShardLineError
+    """A shard that lost a line's dataset, and a manifest of another format, are ElmoDataErrors
+    (an ElmoError and a ValueError) whose str() is the message."""
+    from spacy_elmo.errors import ElmoDataError, ElmoError
 
     d, _ = run_dir
     shard = d / "shard-000000004-000000006.hdf5"
     with h5py.File(shard, "a") as f:
         del f["5"]
-    with pytest.raises(ShardLineError) as err:
+    with pytest.raises(ElmoDataError) as err:
         read_line(str(d), 5)
-    assert isinstance(err.value, ElmoError) and isinstance(err.value, KeyError)
+    assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
     assert str(err.value) == f"{shard} has no dataset for line 5 (shard changed after the manifest?)"
     (d / "manifest.json").write_text('{"format": "other"}')
-    with pytest.raises(ScaleError, match="not a spacy-elmo shard manifest") as err:
+    with pytest.raises(ElmoDataError, match="not a spacy-elmo shard manifest") as err:
         ShardedVectors(str(d))
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from spacy_elmo.__main__ import app
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.pretrain.corpus import CorpusError
-from spacy_elmo.static import StaticVectorsError, distil_vectors, run
+from spacy_elmo.errors import ElmoConfigError, ElmoDataError
+from spacy_elmo.static import distil_vectors, run
 from spacy_elmo.static.corpus import build_vocab
 
 LINES = ["the cat sat on the mat .", "a dog sat .", "", "the dog and the cat .", "a cat ran .",
@@ -185,7 +185,7 @@ def test_empty_corpus_is_one_line(tiny_model, tmp_path):
     code, line = cli(tiny_model.directory, tmp_path / "empty.txt", tmp_path / "out")
     assert code == 2 and line.startswith("error: ") and "contains no text" in line
     assert not (tmp_path / "out").exists()
-    with pytest.raises(CorpusError):
+    with pytest.raises(ElmoDataError):
         distil_vectors(tiny_model.directory, [str(tmp_path / "empty.txt")], str(tmp_path / "out"), progress=False)
 
 
@@ -314,7 +314,7 @@ def test_other_arguments_start_afresh(tiny_model, tmp_path):
 
 def test_option_errors_name_the_option(tiny_model, tmp_path):
     corpus = write(tmp_path / "c.txt", LINES)
-    with pytest.raises(StaticVectorsError, match=r"--lang 'zz'"):
+    with pytest.raises(ElmoConfigError, match=r"--lang 'zz'"):
         distil_vectors(tiny_model.directory, [corpus], str(tmp_path / "o"), lang="zz", progress=False)
     with pytest.raises(ValueError, match=r"--threads = 'many'"):
         distil_vectors(tiny_model.directory, [corpus], str(tmp_path / "o"), threads="many", progress=False)

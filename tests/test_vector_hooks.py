@@ -183,13 +183,13 @@ def other_model(tmp_path_factory):
 
 
 def test_vectors_of_two_biLMs_are_not_compared(nlp_top, other_model, files):
-    from spacy_elmo.pipeline.vector_hooks import VectorsNotComparableError
+    from spacy_elmo.errors import ElmoDataError
 
     a, b = nlp_top(TEXTS[0]), make_nlp(other_model, vectors="top")(TEXTS[0])
     da, db = (d.user_data[SETTING_KEY]["model"]["digest"] for d in (a, b))
     assert da != db and len(da) == 16
     for left, right in ((a[2], b[2]), (a[1:3], b[1:3]), (a, b), (a[2], b), (a, b[1:3])):
-        with pytest.raises(VectorsNotComparableError) as err:
+        with pytest.raises(ElmoDataError) as err:
             left.similarity(right)
         message = str(err.value)
         assert message.startswith("cannot compare vectors of different biLMs or views: ")

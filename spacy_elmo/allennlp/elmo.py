@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..bilm import BiLM
-from ..bilm.errors import ElmoInputError, ElmoInputTypeError
+from ..errors import ElmoConfigError, ElmoDataError, ElmoTypeError
 from .files import PathLike, model_files
 from .ids import batch_to_ids, boundary_tokens
 from .scalar_mix import ScalarMix
@@ -74,7 +74,7 @@ class ElmoBiLm(torch.nn.Module):
                 ) -> Dict[str, Union[torch.Tensor, List[torch.Tensor]]]:
         """``inputs`` (batch, T, 50) int64 char ids (:func:`~.ids.batch_to_ids`); ``word_inputs``
         (batch, T) int64 ids into the cached vocabulary, 0 = padding: used when every id is in
-        it, else the char CNN runs on ``inputs`` (AllenNLP's fallback). Raises ElmoInputError
+        it, else the char CNN runs on ``inputs`` (AllenNLP's fallback). Raises ElmoDataError
         for bad shapes or padding before a token."""
         if self._cached(word_inputs):
             index = torch.where(word_inputs > 0, word_inputs, torch.full_like(word_inputs, -1))
@@ -112,7 +112,7 @@ class Elmo(torch.nn.Module):
     both files must be None). ``stateful=False`` (default): equal inputs give equal outputs;
     True: AllenNLP's LSTM state carried from call to call.
 
-    Raises ElmoInputError (a ValueError) for files given with ``module``, ``stateful`` with
+    Raises ElmoConfigError (a ValueError) for files given with ``module``, ``stateful`` with
     ``module``, mix parameters of the wrong length; the errors of :class:`ElmoBiLm` otherwise.
     """
 
@@ -124,9 +124,9 @@ class Elmo(torch.nn.Module):
         super().__init__()
         if module is not None:
             if options_file is not None or weight_file is not None:
-                raise ElmoInputError("Elmo takes module= or options_file / weight_file, not both (pass None for both)")
+                raise ElmoConfigError("Elmo takes module= or options_file / weight_file, not both (pass None for both)")
             if stateful:
-                raise ElmoInputError("stateful=True applies to the biLM loaded from files, not to module=")
+                raise ElmoConfigError("stateful=True applies to the biLM loaded from files, not to module=")
             self._elmo_lstm = module
         else:
             self._elmo_lstm = ElmoBiLm(options_file, weight_file, requires_grad=requires_grad,
@@ -155,11 +155,11 @@ class Elmo(torch.nn.Module):
         Returns ``{"elmo_representations": num_output_representations float32 tensors
         (..., T, dim), "mask": (..., T) bool}`` (T + 2 with ``keep_sentence_boundaries``);
         exactly zero past each sentence's tokens when the boundaries are removed. Raises
-        ElmoInputTypeError for inputs that are not a tensor, ElmoInputError for bad shapes."""
+        ElmoTypeError for inputs that are not a tensor, ElmoDataError for bad shapes."""
         if not isinstance(inputs, torch.Tensor):
-            raise ElmoInputTypeError(f"Elmo expects a tensor of char ids (batch_to_ids), got {type(inputs).__name__}")
+            raise ElmoTypeError(f"Elmo expects a tensor of char ids (batch_to_ids), got {type(inputs).__name__}")
         if inputs.dim() < 3:
-            raise ElmoInputError(f"Elmo inputs must be (batch, timesteps, 50) char ids, got {tuple(inputs.shape)}")
+            raise ElmoDataError(f"Elmo inputs must be (batch, timesteps, 50) char ids, got {tuple(inputs.shape)}")
         lead = inputs.shape[:-2]
         words = word_inputs
         if word_inputs is not None:

@@ -15,7 +15,7 @@ from typing import IO, Iterable, Iterator, List, Optional, Sequence, Tuple, Unio
 import numpy
 import torch
 
-from ..bilm.errors import ElmoInputError
+from ..errors import ElmoConfigError, ElmoDataError
 from .elmo import ElmoBiLm
 from .files import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, PathLike
 from .ids import batch_to_ids
@@ -44,7 +44,7 @@ class ElmoEmbedder:
     def batch_to_embeddings(self, batch: List[List[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """(activations (batch, L + 1, T, 2P) float32, zero at padding; mask (batch, T) bool) of
         tokenised sentences (``<S>`` / ``</S>`` read as boundaries, as :func:`~.ids.batch_to_ids`).
-        Raises ElmoInputTypeError (a TypeError) for a str sentence or a token that is not a str."""
+        Raises ElmoTypeError (a TypeError) for a str sentence or a token that is not a str."""
         bilm = self.elmo_bilm.bilm
         ids = batch_to_ids(batch).to(bilm.device)
         with torch.no_grad():
@@ -69,10 +69,10 @@ class ElmoEmbedder:
     def embed_sentences(self, sentences: Iterable[List[str]], batch_size: int = DEFAULT_BATCH_SIZE
                         ) -> Iterator[numpy.ndarray]:
         """Lazily embed an iterable of tokenised sentences, ``batch_size`` at a time, in order (a
-        generator of what :meth:`embed_batch` returns). Raises ElmoInputError (a ValueError)
+        generator of what :meth:`embed_batch` returns). Raises ElmoConfigError (a ValueError)
         here if ``batch_size < 1``."""
         if batch_size < 1:
-            raise ElmoInputError(f"batch_size must be >= 1, got {batch_size}")
+            raise ElmoConfigError(f"batch_size must be >= 1, got {batch_size}")
         return self._embed_lazily(iter(sentences), batch_size)
 
     def _embed_lazily(self, sentences: Iterator[List[str]], batch_size: int) -> Iterator[numpy.ndarray]:
@@ -93,11 +93,11 @@ class ElmoEmbedder:
         ``forget_sentences`` or ``use_sentence_keys``. ``input_file``: an open text file (closed
         at the end, as in 0.9) or a path.
 
-        Raises ElmoInputError (a ValueError), before anything is written, for an unknown
-        ``output_format``, blank lines (naming their indexes) or, with ``use_sentence_keys``, a
-        repeated line."""
+        Raises, before anything is written, ElmoConfigError (a ValueError) for an unknown
+        ``output_format``, ElmoDataError (a ValueError) for blank lines (naming their indexes) or,
+        with ``use_sentence_keys``, a repeated line."""
         if output_format not in OUTPUT_FORMATS:
-            raise ElmoInputError(f"output_format must be one of {list(OUTPUT_FORMATS)}, got {output_format!r}")
+            raise ElmoConfigError(f"output_format must be one of {list(OUTPUT_FORMATS)}, got {output_format!r}")
         sentences = _read_lines(input_file)
         _check_lines(sentences, use_sentence_keys)
         if use_sentence_keys:
@@ -118,13 +118,13 @@ def _read_lines(input_file: Union[IO, PathLike]) -> List[str]:
 def _check_lines(sentences: Sequence[str], use_sentence_keys: bool) -> None:
     blank = [i for i, line in enumerate(sentences) if line == ""]
     if blank:
-        raise ElmoInputError(f"the input file has empty lines at indexes {blank}: remove them")
+        raise ElmoDataError(f"the input file has empty lines at indexes {blank}: remove them")
     if use_sentence_keys:
         first = {}
         for i, line in enumerate(sentences):
             if line in first:
-                raise ElmoInputError(f"line {i} repeats line {first[line]} ({line[:40]!r}): sentence keys must be "
-                                     "unique; to embed repeated sentences, use line numbers (use_sentence_keys=False)")
+                raise ElmoDataError(f"line {i} repeats line {first[line]} ({line[:40]!r}): sentence keys must be "
+                                    "unique; to embed repeated sentences, use line numbers (use_sentence_keys=False)")
             first[line] = i
 
 

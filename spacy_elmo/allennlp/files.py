@@ -13,7 +13,7 @@ from typing import Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 from ..bilm import resolver
-from ..bilm.errors import ElmoInputError, ElmoInputTypeError
+from ..errors import ElmoConfigError, ElmoTypeError
 
 # AllenNLP's published English models: the folder of their URLs -> the name our cache keeps them under.
 OFFICIAL_MODELS = {
@@ -53,20 +53,20 @@ def locate(spec: PathLike, role: str) -> str:
     file path as it is; an official URL or a model name or directory: that model's file.
 
     Raises FileNotFoundError for a name or path that resolves to no model (a registered model
-    not yet downloaded: with its download command); ElmoInputError (a ValueError) for another
-    URL, or an official URL of the other file; ElmoInputTypeError for a spec that is no path."""
+    not yet downloaded: with its download command); ElmoConfigError (a ValueError) for another
+    URL, or an official URL of the other file; ElmoTypeError for a spec that is no path."""
     if not isinstance(spec, (str, os.PathLike)):
-        raise ElmoInputTypeError(f"expected a path, model name or URL for {role}, got {type(spec).__name__}")
+        raise ElmoTypeError(f"expected a path, model name or URL for {role}, got {type(spec).__name__}")
     spec = os.fspath(spec)
     if _is_url(spec):
         found = official_name(spec)
         if found is None:
-            raise ElmoInputError(f"{spec!r} is not one of the official AllenNLP ELMo URLs and nothing downloads "
-                                 "implicitly: run python -m spacy_elmo download URL_OF_OPTIONS URL_OF_WEIGHTS "
-                                 "--name NAME once, then pass NAME")
+            raise ElmoConfigError(f"{spec!r} is not one of the official AllenNLP ELMo URLs and nothing downloads "
+                                  "implicitly: run python -m spacy_elmo download URL_OF_OPTIONS URL_OF_WEIGHTS "
+                                  "--name NAME once, then pass NAME")
         name, file = found
         if file != role:
-            raise ElmoInputError(f"{spec!r} is the {file} of {name!r}; expected its {role}")
+            raise ElmoConfigError(f"{spec!r} is the {file} of {name!r}; expected its {role}")
         spec = name
     elif os.path.isfile(spec):
         return spec
@@ -76,15 +76,15 @@ def locate(spec: PathLike, role: str) -> str:
 def model_files(options_file: PathLike, weight_file: Optional[PathLike]) -> Tuple[str, str]:
     """(options.json path, weights.hdf5 path). ``weight_file`` None: the weights of the model that
     ``options_file`` names (a model name, a directory or an official URL). Raises as
-    :func:`locate`, and ElmoInputError when ``weight_file`` is None beside an options file."""
+    :func:`locate`, and ElmoConfigError when ``weight_file`` is None beside an options file."""
     if options_file is None:
-        raise ElmoInputError("options_file is None: give an options file, a model name or directory, or an "
-                             "official AllenNLP URL (or module= with both files None)")
+        raise ElmoConfigError("options_file is None: give an options file, a model name or directory, or an "
+                              "official AllenNLP URL (or module= with both files None)")
     options = locate(options_file, "options.json")
     if weight_file is None:
         if os.path.isfile(os.fspath(options_file)):
-            raise ElmoInputError(f"weight_file is None beside the options file {os.fspath(options_file)!r}: "
-                                 "give the weights file, or a model name or directory as options_file")
+            raise ElmoConfigError(f"weight_file is None beside the options file {os.fspath(options_file)!r}: "
+                                  "give the weights file, or a model name or directory as options_file")
         weight_file = options_file
         if isinstance(weight_file, str) and official_name(weight_file):
             weight_file = official_name(weight_file)[0]

@@ -19,7 +19,7 @@ _BOUNDARIES = {BOS_TOKEN: chars.BOS_IDS, EOS_TOKEN: chars.EOS_IDS}
 def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
     """Char ids of tokenised sentences: int64 (len(batch), max_len, 50); rows past a sentence's
     length are 0, ``<S>`` / ``</S>`` are the sentence boundaries. max_len is 0 when every
-    sentence is empty. Raises :class:`~spacy_elmo.bilm.ElmoInputTypeError` (a TypeError) if
+    sentence is empty. Raises :class:`~spacy_elmo.errors.ElmoTypeError` (a TypeError) if
     ``batch`` or a sentence is a str or a token is not a str."""
     ids = chars.batch_to_ids(batch)
     for i, sentence in enumerate(batch):

@@ -10,7 +10,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch.nn import Parameter, ParameterList
 
-from ..bilm.errors import ElmoInputError
+from ..errors import ElmoConfigError, ElmoDataError
 
 
 def _tiny(dtype: torch.dtype) -> float:
@@ -23,7 +23,7 @@ class ScalarMix(torch.nn.Module):
 
     Parameters ``scalar_parameters.{j}`` (float32 (1,), initial ``initial_scalar_parameters[j]``,
     default 0) and ``gamma`` (float32 (1,), initial 1), both ``requires_grad=trainable``; the
-    names are AllenNLP's, so state dicts and optimizer groups keep working. Raises ElmoInputError
+    names are AllenNLP's, so state dicts and optimizer groups keep working. Raises ElmoConfigError
     (a ValueError) when ``initial_scalar_parameters`` has a length other than ``mixture_size``.
     """
 
@@ -34,23 +34,23 @@ class ScalarMix(torch.nn.Module):
         if initial_scalar_parameters is None:
             initial_scalar_parameters = [0.0] * mixture_size
         elif len(initial_scalar_parameters) != mixture_size:
-            raise ElmoInputError(f"scalar mix parameters {list(initial_scalar_parameters)} have length "
-                                 f"{len(initial_scalar_parameters)}, the biLM has {mixture_size} layers")
+            raise ElmoConfigError(f"scalar mix parameters {list(initial_scalar_parameters)} have length "
+                                  f"{len(initial_scalar_parameters)}, the biLM has {mixture_size} layers")
         self.scalar_parameters = ParameterList(
             [Parameter(torch.tensor([float(w)]), requires_grad=trainable) for w in initial_scalar_parameters])
         self.gamma = Parameter(torch.tensor([1.0]), requires_grad=trainable)
 
     def forward(self, tensors: List[torch.Tensor], mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Mix ``mixture_size`` tensors of one shape (..., dim); ``mask`` (...) bool, required
-        with layer norm (else ignored). Returns a tensor of that shape. Raises ElmoInputError for
-        another number of tensors, or a missing mask with layer norm."""
+        with layer norm (else ignored). Returns a tensor of that shape. Raises ElmoDataError for
+        another number of tensors, ElmoConfigError for a missing mask with layer norm."""
         if len(tensors) != self.mixture_size:
-            raise ElmoInputError(f"{len(tensors)} tensors to mix, the scalar mix has {self.mixture_size} weights")
+            raise ElmoDataError(f"{len(tensors)} tensors to mix, the scalar mix has {self.mixture_size} weights")
         weights = torch.split(torch.softmax(torch.cat(list(self.scalar_parameters)), dim=0), 1)
         if not self.do_layer_norm:
             return self.gamma * sum(w * t for w, t in zip(weights, tensors))
         if mask is None:
-            raise ElmoInputError("a scalar mix with layer norm needs the mask")
+            raise ElmoConfigError("a scalar mix with layer norm needs the mask")
         broadcast = mask.unsqueeze(-1)
         count = torch.sum(mask) * tensors[0].size(-1)
         return self.gamma * sum(w * _layer_norm(t, broadcast, count) for w, t in zip(weights, tensors))

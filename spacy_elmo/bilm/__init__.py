@@ -12,23 +12,23 @@ Reusing char-CNN vectors: ``bilm.embed_tokens(char_ids)`` gives the vectors of d
 sentences (distinct-token table, length sort, padding, per-sentence slices), with or without
 autograd: :func:`.batching.embed_batches`, which ``embed_sentences`` and the spaCy layer use.
 Files: :mod:`.options`, :mod:`.weights` (bilm-tf HDF5 layout), :mod:`.sizes` (a model's size from
-its options, checked before anything is read), :mod:`.files` (small files: regular and capped),
-errors :class:`ElmoWeightsError` (:class:`ElmoMemoryError`), :class:`ElmoFileError`,
-:class:`ElmoInputError`, :class:`ElmoInputTypeError` (each
-a :class:`ElmoError`, the package's base error; :mod:`.errors` imports no torch).
+its options, checked before anything is read), :mod:`.files` (small files: regular and capped).
+Errors: the kinds of :mod:`spacy_elmo.errors` (:class:`~spacy_elmo.errors.ElmoModelFileError`,
+:class:`~spacy_elmo.errors.ElmoMemoryError`, :class:`~spacy_elmo.errors.ElmoFileError`,
+:class:`~spacy_elmo.errors.ElmoConfigError`, :class:`~spacy_elmo.errors.ElmoDataError`,
+:class:`~spacy_elmo.errors.ElmoTypeError`), each a :class:`~spacy_elmo.errors.ElmoError`.
 Token ids come from the model's own indexer (``bilm.indexer``, :mod:`.indexer`): bilm-tf's bytes,
 or the learned character vocabulary of a converted ELMoForManyLangs model; for any model,
 ``bilm(bilm.batch_to_ids(sentences))`` (``batch_to_ids`` alone is the bilm-tf byte scheme).
 Reduced precision (opt-in, inference): ``BiLM.from_files(..., precision="bfloat16")``, see
 :mod:`.precision`.
 
-This package imports nothing of spacy_elmo outside itself (tests/test_architecture.py): model
+This package imports nothing of spacy_elmo outside itself but :mod:`spacy_elmo.errors`, which
+imports nothing (tests/test_architecture.py): model
 names (packaged or downloaded) given to ``BiLM.from_pretrained`` resolve through the hook in
 :mod:`.resolver`, which ``import spacy_elmo`` points at :mod:`spacy_elmo.hub.resolve`.
 """
-from .errors import ElmoError, ElmoFileError, ElmoInputError, ElmoInputTypeError, ElmoMemoryError, ElmoWeightsError
-
-# The rest loads on first access (torch is imported then), so the errors import light.
+# Loaded on first access (torch is imported then), so that importing the package is light.
 _LAZY = {"BiLM": ".model", "BiLMOutput": ".model", "batch_to_ids": ".chars"}
 
 
@@ -41,5 +41,4 @@ def __getattr__(name):
     return getattr(module, name)
 
 
-__all__ = ["BiLM", "BiLMOutput", "ElmoError", "ElmoFileError", "ElmoInputError", "ElmoInputTypeError",
-           "ElmoMemoryError", "ElmoWeightsError", "batch_to_ids"]
+__all__ = ["BiLM", "BiLMOutput", "batch_to_ids"]

@@ -23,7 +23,7 @@ from typing import Any, Iterator, List, NamedTuple, Protocol, Sequence, Tuple
 import numpy
 import torch
 
-from .errors import ElmoInputError, ElmoInputTypeError
+from ..errors import ElmoConfigError, ElmoTypeError
 
 
 class Embedder(Protocol):
@@ -72,14 +72,14 @@ def embed_batches(bilm: Embedder, sentences: Sequence[Sequence[str]], batch_size
     a str, or a token is not a str; ValueError if ``batch_size < 1``.
     """
     if isinstance(sentences, str):
-        raise ElmoInputTypeError("expected a list of tokenised sentences (lists of str), got a str")
+        raise ElmoTypeError("expected a list of tokenised sentences (lists of str), got a str")
     if batch_size < 1:
-        raise ElmoInputError(f"batch_size must be >= 1, got {batch_size}")
+        raise ElmoConfigError(f"batch_size must be >= 1, got {batch_size}")
     vocab = {}
     rows = []
     for sent in sentences:
         if isinstance(sent, str):
-            raise ElmoInputTypeError(f"expected each sentence as a list of str tokens, got a str: {sent[:40]!r}")
+            raise ElmoTypeError(f"expected each sentence as a list of str tokens, got a str: {sent[:40]!r}")
         rows.append(numpy.fromiter((vocab.setdefault(t, len(vocab)) for t in sent), dtype=numpy.int64,
                                    count=len(sent)))
     order = sorted((i for i in range(len(rows)) if len(rows[i])), key=lambda i: -len(rows[i]))

@@ -15,9 +15,9 @@ from typing import List, Sequence, Tuple
 import torch
 from torch import nn
 
+from ..errors import ElmoConfigError, ElmoDataError
 from . import int8, onednn
 from .chars import MAX_CHARS, N_CHARACTERS, PAD_ID, char_lengths
-from .errors import ElmoInputError
 
 # Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
 # each chunk's convolutions skip the padding positions that none of its tokens reaches.
@@ -88,9 +88,9 @@ class CharCNN(nn.Module):
     ) -> None:
         super().__init__()
         if activation not in ("relu", "tanh"):
-            raise ElmoInputError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
+            raise ElmoConfigError(f"char_cnn.activation must be 'relu' or 'tanh', got {activation!r}")
         if not 0 < pad_id < n_characters:
-            raise ElmoInputError(f"char_cnn pad_id must be in 1..{n_characters - 1}, got {pad_id}")
+            raise ElmoConfigError(f"char_cnn pad_id must be in 1..{n_characters - 1}, got {pad_id}")
         self.max_chars, self.pad_id, self.word_dim = int(max_characters_per_token), int(pad_id), int(word_dim)
         self.filters: List[Tuple[int, int]] = [(int(w), int(n)) for w, n in filters]
         self.activation = activation
@@ -147,8 +147,8 @@ class CharCNN(nn.Module):
         if n == 0:
             return flat.new_zeros((*lead, self.projection_dim), dtype=self.projection.weight.dtype)
         if flat.shape[-1] != self.max_chars + (1 if self.word_dim else 0):
-            raise ElmoInputError(f"id rows must have {self.max_chars + (1 if self.word_dim else 0)} columns, "
-                             f"got {flat.shape[-1]}")
+            raise ElmoDataError(f"id rows must have {self.max_chars + (1 if self.word_dim else 0)} columns, "
+                                f"got {flat.shape[-1]}")
         lengths = char_lengths(flat[:, : self.max_chars], self.pad_id)
         if n <= CHUNK:
             out = self._encode(flat, int(lengths.max()))

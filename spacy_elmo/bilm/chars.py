@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy
 import torch
 
-from .errors import ElmoInputTypeError
+from ..errors import ElmoTypeError
 
 MAX_CHARS = 50
 BOS_CHAR = 256  # <begin sentence>
@@ -59,7 +59,7 @@ def _token_ids(token: str) -> bytes:
 def token_to_char_ids(token: str) -> numpy.ndarray:
     """The 50 shifted char ids of one token: int64 array of shape (50,)."""
     if not isinstance(token, str):
-        raise ElmoInputTypeError(f"ELMo tokens must be str, got {type(token).__name__}: {token!r}")
+        raise ElmoTypeError(f"ELMo tokens must be str, got {type(token).__name__}: {token!r}")
     return numpy.frombuffer(_token_ids(token), dtype=numpy.int16).astype(numpy.int64)
 
 
@@ -80,10 +80,10 @@ def batch_to_ids(batch: Sequence[Sequence[str]]) -> torch.Tensor:
     Raises TypeError if a sentence is a bare string or a token is not a str.
     """
     if isinstance(batch, str):
-        raise ElmoInputTypeError("batch_to_ids expects a list of tokenised sentences (lists of str), got a str")
+        raise ElmoTypeError("batch_to_ids expects a list of tokenised sentences (lists of str), got a str")
     for sentence in batch:
         if isinstance(sentence, str):
-            raise ElmoInputTypeError(
+            raise ElmoTypeError(
                 "batch_to_ids expects each sentence as a list of str tokens, got a str: "
                 f"{sentence[:40]!r}"
             )

@@ -35,7 +35,7 @@ from typing import Optional, Tuple, Union
 
 import torch
 
-from .errors import ElmoInputError
+from ..errors import ElmoConfigError
 
 ENV = "SPACY_ELMO_THREADS"
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -49,9 +49,9 @@ def parse_threads(value: Union[int, str, None], where: str = "threads") -> Union
     try:
         n = int(value)
     except (TypeError, ValueError):
-        raise ElmoInputError(f"{where} = {value!r}: expected \"auto\" or a positive integer") from None
+        raise ElmoConfigError(f"{where} = {value!r}: expected \"auto\" or a positive integer") from None
     if n < 1 or (isinstance(value, float) and value != n):
-        raise ElmoInputError(f"{where} = {value!r}: expected \"auto\" or a positive integer")
+        raise ElmoConfigError(f"{where} = {value!r}: expected \"auto\" or a positive integer")
     return n
 
 

@@ -13,14 +13,14 @@ whole with :func:`read_text` / :func:`read_json`, which
 
 Binary files read by other libraries (HDF5 through h5py, ``.pkl`` through torch) are checked
 with :func:`check_regular` before they are opened. Every refusal is an
-:class:`~.errors.ElmoFileError` (an OSError) in one line naming the file.
+:class:`~spacy_elmo.errors.ElmoFileError` (an OSError) in one line naming the file.
 """
 import json
 import os
 import stat
 from typing import Any, Union
 
-from .errors import ElmoFileError
+from ..errors import ElmoFileError
 
 CONFIG_BYTES = 16 << 20  # 16 MiB: configs, options, digests, character dictionaries (all a few KB)
 VOCAB_BYTES = 256 << 20  # 256 MiB: word vocabularies (about 20 million words)

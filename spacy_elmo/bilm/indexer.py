@@ -17,8 +17,8 @@ from typing import Dict, Optional, Sequence, Union
 
 import numpy
 
+from ..errors import ElmoModelFileError, ElmoTypeError
 from . import chars as byte_chars
-from .errors import ElmoInputTypeError, ElmoWeightsError
 
 SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
 CACHE_SIZE = 1 << 14  # rows kept per indexer (as chars.TOKEN_CACHE_SIZE)
@@ -26,7 +26,7 @@ CACHE_SIZE = 1 << 14  # rows kept per indexer (as chars.TOKEN_CACHE_SIZE)
 
 def _check_str(token) -> None:
     if not isinstance(token, str):
-        raise ElmoInputTypeError(f"ELMo tokens must be str, got {type(token).__name__}: {token!r}")
+        raise ElmoTypeError(f"ELMo tokens must be str, got {type(token).__name__}: {token!r}")
 
 
 class ByteIndexer:
@@ -69,9 +69,9 @@ class VocabularyIndexer:
     def __init__(self, chars: Dict[str, int], words: Optional[Dict[str, int]], max_chars: int) -> None:
         missing = [s for s in SPECIALS if s not in chars]
         if missing:
-            raise ElmoWeightsError(f"the character vocabulary lacks {', '.join(missing)}")
+            raise ElmoModelFileError(f"the character vocabulary lacks {', '.join(missing)}")
         if words is not None and "<oov>" not in words:
-            raise ElmoWeightsError("the word vocabulary lacks <oov>")
+            raise ElmoModelFileError("the word vocabulary lacks <oov>")
         self.chars, self.words, self.max_chars = dict(chars), None if words is None else dict(words), int(max_chars)
         self.width = self.max_chars + (0 if words is None else 1)
         self.pad_id = chars["<pad>"] + 1

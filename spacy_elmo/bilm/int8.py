@@ -40,8 +40,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import torch
 
 from . import lstm_paths, onednn
-from .lstm_paths import GateTiles, LayerPath, LayerResult, cell_step, clip_outputs, tile_rows
-from .lstm_weights import LstmWeights
+from .lstm_paths import GateTiles, cell_step, clip_outputs, tile_rows
+from .lstm_weights import LayerPath, LayerResult, LstmWeights
 from .packing import Packing
 
 QMAX = 127  # symmetric: -127..127 (never -128), so that negation is exact

@@ -13,7 +13,7 @@ import logging
 import os
 from typing import Iterable, Optional, Union
 
-from .errors import ElmoWeightsError
+from ..errors import ElmoModelFileError
 from .files import CONFIG_BYTES, read_json
 
 DIGESTS = "sha256.json"
@@ -43,22 +43,22 @@ def record(directory: str, names: Iterable[str] = ("options.json", "weights.hdf5
 
 
 def _read(path: str) -> Optional[dict]:
-    """The digests of ``path`` (a sha256.json), None if there is none; ElmoWeightsError if it is
+    """The digests of ``path`` (a sha256.json), None if there is none; ElmoModelFileError if it is
     not a regular file of at most :data:`.files.CONFIG_BYTES` holding a JSON object."""
     if not os.path.exists(path):
         return None
     try:
         data = read_json(path, CONFIG_BYTES, "digest file")
     except (OSError, ValueError) as err:
-        raise ElmoWeightsError(f"{path}: unreadable digest file ({err})", path=path) from None
+        raise ElmoModelFileError(f"{path}: unreadable digest file ({err})", path=path) from None
     if not isinstance(data, dict):
-        raise ElmoWeightsError(f"{path}: expected a JSON object of file name -> sha256", path=path)
+        raise ElmoModelFileError(f"{path}: expected a JSON object of file name -> sha256", path=path)
     return data
 
 
 def verify(path: Union[str, os.PathLike], shown: Optional[str] = None) -> bool:
     """Check a file against the sha256.json beside it. Returns True if a digest was recorded and
-    matches, False if none is recorded. Raises ElmoWeightsError naming the file (``shown``, e.g.
+    matches, False if none is recorded. Raises ElmoModelFileError naming the file (``shown``, e.g.
     the configured value, else the path) when the digest differs: the file is never used then."""
     path = os.fspath(path)
     digests = _read(os.path.join(os.path.dirname(path) or ".", DIGESTS))
@@ -68,7 +68,7 @@ def verify(path: Union[str, os.PathLike], shown: Optional[str] = None) -> bool:
         return False
     got = sha256(path)
     if got != want:
-        raise ElmoWeightsError(
+        raise ElmoModelFileError(
             f"{shown or path}: sha256 {got[:16]}... differs from the one recorded in {DIGESTS} ({want[:16]}...): "
             "the file is corrupt or was changed; restore or re-export it", path=path)
     return True

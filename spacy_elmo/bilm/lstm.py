@@ -21,7 +21,8 @@ Direction 0 is the forward LM (bilm-tf ``RNN_0``), 1 the backward LM (``RNN_1``)
 Inputs and outputs are packed time-major (see :mod:`.packing`): (2, N, P), direction first.
 
 How a layer runs (oneDNN, ``bmm``, autograd, reduced precision): :mod:`.lstm_paths`, one class
-per path, all computing this function.
+per path, all computing this function; under autograd the training path of :mod:`.lstm_train`
+(hand-written backward, C++ / compiled / eager recurrences).
 """
 from typing import List, Optional, Tuple
 
@@ -46,6 +47,11 @@ class ElmoLstm(nn.Module):
     dim: cells C; projection_dim: P (also the input size); n_layers: L;
     cell_clip / proj_clip: float, or None / 0 for no clipping; use_skip_connections: residual
     connections for layers l > 0.
+
+    Plain attributes, settable after construction: ``gemm_dtype`` (the products' operand dtype
+    without autograd, set by ``BiLM(precision=...)``); under autograd ``train_recurrence``
+    ("eager" (default), "compiled", "native", "auto" or "autograd") and ``train_gemm_dtype``
+    (torch.float32 (default) or torch.bfloat16), see :mod:`.lstm_train`.
     """
 
     def __init__(self, dim: int, projection_dim: int, n_layers: int, cell_clip: Optional[float] = None,
@@ -64,6 +70,10 @@ class ElmoLstm(nn.Module):
         # dtype of the products' operands without autograd: float32 (exact) or, set by
         # BiLM(precision=...), bfloat16 / float16 (see lstm_paths)
         self.gemm_dtype = torch.float32
+        # how it trains (under autograd, see lstm_train): the recurrence ("eager", "compiled",
+        # "native", "auto" or "autograd") and the products' operand dtype (float32 or bfloat16)
+        self.train_recurrence = "eager"
+        self.train_gemm_dtype = torch.float32
         self.reset_parameters()
 
     def __getstate__(self):  # deepcopy / pickle: drop the scratch buffer and packed copies
@@ -103,13 +113,15 @@ class ElmoLstm(nn.Module):
         initial_state / final state: (h (L, 2, B, P), c (L, 2, B, C)) in SORTED row order
         (``packing.order``); the final state of a row is its state after its last step (a row of
         length 0 keeps its initial state). The layers run on the path :func:`.lstm_paths.choose`
-        picks (autograd when anything requires grad; oneDNN on CPU float32; ``bmm`` elsewhere;
+        picks (when anything requires grad: the training path of :mod:`.lstm_train` without an
+        initial state, set by ``train_recurrence`` and ``train_gemm_dtype``, else autograd step
+        by step; without autograd: oneDNN on CPU float32; ``bmm`` elsewhere;
         reduced precision with ``gemm_dtype`` bfloat16 / float16, not exact, see
         :mod:`.precision`); outputs and states are float32 on every path.
         """
         B = len(packing.order)
         h0, c0 = initial_state if initial_state is not None else self.zero_state(B)
-        path = lstm_paths.choose(self, inputs)
+        path = lstm_paths.choose(self, inputs, zero_state=initial_state is None)
         outputs, h_fin, c_fin = [], [], []
         x = inputs
         last = packing.last_rows().to(inputs.device)

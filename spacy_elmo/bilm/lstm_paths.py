@@ -3,7 +3,11 @@ one interface (:class:`LayerPath`), chosen per call by :func:`choose`. All compu
 of :mod:`.lstm`; the float32 ones exactly the same floats as each other up to the products'
 summation order (the reference tests hold each to bilm-tf's outputs).
 
-- :class:`AutogradPath`: out of place, when parameters or inputs require grad (training).
+- :class:`.lstm_train.TrainPath`: when parameters or inputs require grad (training) and the
+  initial state is zero: a hand-written backward, native / compiled / eager recurrences, float32 or
+  bfloat16 products (``train_recurrence``, ``train_gemm_dtype``; see :mod:`.lstm_train`).
+- :class:`AutogradPath`: out of place, under autograd where the training path does not apply (a
+  carried state, ``train_recurrence = "autograd"``).
 - :class:`OneDnnPath`: no autograd, CPU float32: pre-packed oneDNN products (:mod:`.onednn`;
   ~2x faster than MKL's ``bmm`` for these skinny products).
 - :class:`BmmPath`: no autograd elsewhere (GPU, float64, oneDNN off): in-place ``bmm`` into a
@@ -19,15 +23,15 @@ pieces for long inputs: whole steps on the bmm paths, fixed tiles of packed rows
 paths); only the recurrence loops over time; rows are sorted by length and the active batch
 shrinks as rows end (no work on padding); without autograd the element-wise updates run in place.
 
-Every path: ``run(lstm, layer, x (2, N, P), packing, h0 (2, B, P), c0 (2, B, C))`` -> (outputs
-(2, N, P), final c (2, B, C)), rows in the packing's sorted order.
+Every path (:class:`.lstm_weights.LayerPath`): ``run(lstm, layer, x (2, N, P), packing, h0 (2, B, P),
+c0 (2, B, C))`` -> (outputs (2, N, P), final c (2, B, C)), rows in the packing's sorted order.
 """
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 
-from . import onednn
-from .lstm_weights import LstmWeights
+from . import lstm_train, onednn
+from .lstm_weights import LayerPath, LayerResult, LstmWeights
 from .packing import Packing
 
 # Gate-buffer budget (floats, both directions) of one input-projection matmul; longer inputs are
@@ -41,28 +45,17 @@ ONEDNN_CHUNK_FLOATS = 1 << 22
 # would add work to every step); larger step batches are rounded up to row buckets (see onednn).
 STEP_EXACT_ROWS = 64
 
-LayerResult = Tuple[torch.Tensor, torch.Tensor]
 # Paths in modules of their own, by ``gemm_dtype`` (CPU float32 inputs with oneDNN): each module
 # adds itself on import (.int8 adds torch.int8 -> Int8Path; .lstm imports it)
 ONEDNN_DTYPE_PATHS: dict = {}
 
 
-class LayerPath:
-    """One way to run a layer. ``in_place``: whether the outputs may be updated in place (the
-    residual connection is added in place then)."""
-
-    in_place = True
-
-    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
-            c0: torch.Tensor) -> LayerResult:
-        raise NotImplementedError
-
-
-def choose(lstm: LstmWeights, inputs: torch.Tensor) -> LayerPath:
-    """The path for this call: autograd when anything requires grad, else by ``gemm_dtype``,
-    device and dtype (see the module docstring)."""
+def choose(lstm: LstmWeights, inputs: torch.Tensor, zero_state: bool = True) -> LayerPath:
+    """The path for this call. When anything requires grad: the training path
+    (:func:`.lstm_train.train_path`: zero initial state, float32) else :class:`AutogradPath`;
+    without autograd by ``gemm_dtype``, device and dtype (see the module docstring)."""
     if torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in lstm.parameters())):
-        return AutogradPath()
+        return lstm_train.train_path(lstm, inputs, zero_state) or AutogradPath()
     has_onednn = onednn.available(inputs.device, inputs.dtype)
     if lstm.gemm_dtype in ONEDNN_DTYPE_PATHS and inputs.dtype == torch.float32 and has_onednn:
         return ONEDNN_DTYPE_PATHS[lstm.gemm_dtype]()

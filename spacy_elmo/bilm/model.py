@@ -19,10 +19,10 @@ import numpy
 import torch
 from torch import nn
 
+from ..errors import ElmoConfigError, ElmoDataError, ElmoTypeError
 from . import integrity, resolver
 from .batching import embed_batches
 from .char_cnn import CharCNN
-from .errors import ElmoInputError, ElmoInputTypeError
 from .indexer import make_indexer
 from .lstm import ElmoLstm
 from .options import check_options, read_options, write_options
@@ -117,13 +117,13 @@ class BiLM(nn.Module):
         """Load ``options.json`` and a bilm-tf/AllenNLP ``weights.hdf5`` (float32 or float16).
         ``precision``: see the class docstring.
 
-        Raises :class:`~.errors.ElmoWeightsError` (a ValueError) naming the file and dataset for a
+        Raises :class:`~spacy_elmo.errors.ElmoModelFileError` (a ValueError) naming the file and dataset for a
         missing/non-HDF5/truncated file, a missing dataset, a shape that disagrees with the options,
         bad options, or a file whose sha256 differs from the one recorded beside it
         (:mod:`.integrity`; files without a recorded digest load unchecked), or options that imply
         more than 374,403,392 parameters (4x the original ELMo), vocabularies included (checked
         before any allocation; set $SPACY_ELMO_MAX_PARAMS to raise the limit, see
-        :func:`.sizes.check_size`). :class:`~.errors.ElmoMemoryError` (a ValueError and a
+        :func:`.sizes.check_size`). :class:`~spacy_elmo.errors.ElmoMemoryError` (a ValueError and a
         MemoryError) for a model larger than the physical memory, and for a MemoryError while
         loading.
         """
@@ -163,7 +163,7 @@ class BiLM(nn.Module):
 
         Raises FileNotFoundError if there is no such model (for a catalog name not yet
         downloaded, the message gives the download command);
-        :class:`~.errors.ElmoWeightsError` if its files are malformed or fail their sha256.
+        :class:`~spacy_elmo.errors.ElmoModelFileError` if its files are malformed or fail their sha256.
         """
         options_file, weight_file = resolver.model_files(name_or_path)
         return cls.from_files(options_file, weight_file, stateful=stateful, precision=precision)
@@ -225,7 +225,7 @@ class BiLM(nn.Module):
         bilm-tf model the same as :func:`~.chars.batch_to_ids`). Raises TypeError if ``batch`` or
         a sentence is a str, or a token is not a str."""
         if isinstance(batch, str) or any(isinstance(s, str) for s in batch):
-            raise ElmoInputTypeError("batch_to_ids expects a list of tokenised sentences (lists of str tokens)")
+            raise ElmoTypeError("batch_to_ids expects a list of tokenised sentences (lists of str tokens)")
         max_len = max((len(s) for s in batch), default=0)
         out = numpy.zeros((len(batch), max_len, self.indexer.width), dtype=numpy.int64)
         for i, sentence in enumerate(batch):
@@ -253,11 +253,11 @@ class BiLM(nn.Module):
         shapes or non-trailing padding.
         """
         if (char_ids is None) == (token_vectors is None):
-            raise ElmoInputError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
+            raise ElmoConfigError("BiLM.forward takes char_ids or token_vectors (with mask), not both/neither")
         if char_ids is not None:
             width = self.indexer.width
             if char_ids.dim() != 3 or char_ids.shape[-1] != width:
-                raise ElmoInputError(f"char_ids must have shape (batch, max_len, {width}), got {tuple(char_ids.shape)}")
+                raise ElmoDataError(f"char_ids must have shape (batch, max_len, {width}), got {tuple(char_ids.shape)}")
             mask = (char_ids > 0).any(-1)
             flat = char_ids[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=char_ids.device)
@@ -270,8 +270,8 @@ class BiLM(nn.Module):
         else:
             if mask is None or token_vectors.dim() != 3 or token_vectors.shape[-1] != self.projection_dim \
                     or tuple(mask.shape) != tuple(token_vectors.shape[:2]):
-                raise ElmoInputError("token_vectors must be (batch, max_len, projection_dim) with mask "
-                                     "(batch, max_len)")
+                raise ElmoDataError("token_vectors must be (batch, max_len, projection_dim) with mask "
+                                    "(batch, max_len)")
             mask = mask.bool()
             table = token_vectors[mask]
             index = torch.full(mask.shape, -1, dtype=torch.long, device=token_vectors.device)
@@ -294,13 +294,13 @@ class BiLM(nn.Module):
         ``<S>`` ``</S>``); layer 0 there is the boundary's char-CNN vector ``[x; x]``.
         """
         if index.dim() != 2:
-            raise ElmoInputError(f"index must be (batch, max_len), got {tuple(index.shape)}")
+            raise ElmoDataError(f"index must be (batch, max_len), got {tuple(index.shape)}")
         self._apply_precision(table.device)
         B, T = index.shape
         mask = index >= 0
         lengths = mask.sum(1)
         if not bool((mask == (torch.arange(T, device=index.device) < lengths[:, None])).all()):
-            raise ElmoInputError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
+            raise ElmoDataError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
         P, L = self.projection_dim, self.num_layers
         if boundary is None:
             boundary = self.boundary_vectors()

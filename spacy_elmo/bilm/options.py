@@ -35,7 +35,7 @@ import json
 import os
 from typing import Any, Dict, Union
 
-from .errors import ElmoFileError, ElmoWeightsError
+from ..errors import ElmoFileError, ElmoModelFileError
 from .files import CONFIG_BYTES, read_json
 from .finite import is_finite_number, non_finite
 
@@ -48,7 +48,7 @@ MAX_SIZE = 2 ** 31 - 1  # the largest dimension, layer count or vocabulary size 
 
 def _fail(path, key, why):
     where = f"{path}: " if path else "options: "
-    raise ElmoWeightsError(f"{where}{'.'.join(key)}: {why}", path=path, dataset=".".join(key))
+    raise ElmoModelFileError(f"{where}{'.'.join(key)}: {why}", path=path, dataset=".".join(key))
 
 
 def check_options(options: Any, path: Union[str, os.PathLike, None] = None) -> Dict[str, Any]:
@@ -58,7 +58,7 @@ def check_options(options: Any, path: Union[str, os.PathLike, None] = None) -> D
     ``char_cnn.filters``, ``char_cnn.n_highway``. Defaults filled in: ``activation`` "relu",
     ``n_characters`` 262 (261 accepted, as bilm-tf writes it), ``max_characters_per_token`` 50,
     clips null, ``use_skip_connections`` false.
-    Raises :class:`ElmoWeightsError` naming ``path`` and the bad key, also for a NaN or infinite
+    Raises :class:`ElmoModelFileError` naming ``path`` and the bad key, also for a NaN or infinite
     number anywhere in the options and a size above :data:`MAX_SIZE`.
     """
     if not isinstance(options, dict):
@@ -167,17 +167,17 @@ def _check_lexicon(lexicon, size: int, key, path) -> None:
 
 
 def read_options(path: Union[str, os.PathLike]) -> Dict[str, Any]:
-    """Read and check ``options.json``. Raises :class:`ElmoWeightsError` (missing file, not a
+    """Read and check ``options.json``. Raises :class:`ElmoModelFileError` (missing file, not a
     regular file or above :data:`.files.CONFIG_BYTES`, bad JSON, bad key)."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise ElmoWeightsError(f"{path}: options file not found", path=path)
+        raise ElmoModelFileError(f"{path}: options file not found", path=path)
     try:
         options = read_json(path, CONFIG_BYTES, "options file")
     except ElmoFileError as e:
-        raise ElmoWeightsError(str(e), path=path) from e
+        raise ElmoModelFileError(str(e), path=path) from e
     except (OSError, ValueError) as e:  # UnicodeDecodeError, json.JSONDecodeError, a 5,000-digit number
-        raise ElmoWeightsError(f"{path}: cannot read options JSON: {e}", path=path) from e
+        raise ElmoModelFileError(f"{path}: cannot read options JSON: {e}", path=path) from e
     return check_options(options, path)
 
 

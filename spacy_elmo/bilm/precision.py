@@ -31,8 +31,8 @@ from typing import NamedTuple, Optional
 
 import torch
 
+from ..errors import ElmoConfigError
 from . import int8
-from .errors import ElmoInputError
 
 PRECISIONS = ("float32", "bfloat16", "int8")
 
@@ -97,7 +97,7 @@ def onednn_bf16_supported() -> bool:
 def check_precision(value: object, where: str = "precision") -> str:
     """``value`` if it is one of PRECISIONS, else ValueError (one line naming ``where``)."""
     if value not in PRECISIONS:
-        raise ElmoInputError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")
+        raise ElmoConfigError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")
     return value
 
 

@@ -10,13 +10,13 @@
 - :func:`out_of_memory`: around the loading of a model (:meth:`.model.BiLM.from_files`, the
   pretraining output's reader), turns a ``MemoryError`` into a one-line error.
 
-Both errors name the file; an :class:`~.errors.ElmoMemoryError` is also a MemoryError.
+Both errors name the file; an :class:`~spacy_elmo.errors.ElmoMemoryError` is also a MemoryError.
 """
 import contextlib
 import os
 from typing import Iterator, Optional
 
-from .errors import ElmoInputError, ElmoMemoryError, ElmoWeightsError
+from ..errors import ElmoConfigError, ElmoMemoryError, ElmoModelFileError
 
 # The original ELMo (and the 5.5B one, same shapes) has 93,600,848 biLM parameters; 4x that.
 MAX_PARAMS = 4 * 93_600_848
@@ -54,7 +54,7 @@ def max_params(value: Optional[int] = None) -> int:
     except ValueError:
         limit = 0
     if limit <= 0:
-        raise ElmoInputError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
+        raise ElmoConfigError(f"${MAX_PARAMS_ENV} = {env!r}: expected a positive integer (parameters)")
     return limit
 
 
@@ -73,7 +73,7 @@ def _gb(n_bytes: int) -> str:
 def check_size(options: dict, path: str, limit: Optional[int] = None, extra: int = 0,
                extra_what: str = "values of other datasets") -> int:
     """The parameter count of ``options`` plus ``extra`` (values of the other datasets read with
-    the model, named ``extra_what``). Raises ElmoWeightsError in one line naming the sizes
+    the model, named ``extra_what``). Raises ElmoModelFileError in one line naming the sizes
     (lstm.dim, projection_dim, n_layers, filters) when it is above :func:`max_params` (raise the
     limit with $SPACY_ELMO_MAX_PARAMS or ``limit=`` for a model that really is that big), and
     ElmoMemoryError when its float32 bytes are more than :func:`physical_memory`."""
@@ -83,7 +83,7 @@ def check_size(options: dict, path: str, limit: Optional[int] = None, extra: int
     if count > limit:
         lstm, cnn = options["lstm"], options["char_cnn"]
         word = (options.get("vocab") or {}).get("word_dim", 0)
-        raise ElmoWeightsError(
+        raise ElmoModelFileError(
             f"{path}: the options imply {params:,} parameters{more} ({_gb(BYTES_PER_VALUE * count)} of float32: "
             f"lstm.dim {lstm['dim']:,}, projection_dim {lstm['projection_dim']:,}, n_layers {lstm['n_layers']:,}, "
             f"{sum(n for _, n in cnn['filters']):,} filters{f', word_dim {word:,}' if word else ''}), above the "
@@ -110,7 +110,7 @@ def out_of_memory(path: str, options: dict, limit: Optional[int] = None) -> Iter
         count = n_params(options)
         try:
             limit_text = f"{max_params(limit):,}"
-        except ElmoInputError:
+        except ElmoConfigError:
             limit_text = repr(os.environ.get(MAX_PARAMS_ENV))
         raise ElmoMemoryError(f"{path}: out of memory while loading the model ({count:,} parameters, "
                               f"{_gb(BYTES_PER_VALUE * count)} of float32; the limit ${MAX_PARAMS_ENV} is "

@@ -12,7 +12,7 @@ Datasets (bilm-tf ``dump_weights``; AllenNLP ``_ElmoCharacterEncoder`` / ``ElmoL
     RNN_{d}/RNN/MultiRNNCell/Cell{l}/LSTMCell/W_P_0  (C, P)
 
 d = 0 is the forward LM, 1 the backward LM. Float16 files are read as float32; files are written in
-float32. Every problem raises :class:`~.errors.ElmoWeightsError` naming the file and the dataset;
+float32. Every problem raises :class:`~spacy_elmo.errors.ElmoModelFileError` naming the file and the dataset;
 external links, external storage and virtual datasets are refused (:func:`check_self_contained`).
 
 ``format_version`` 2 (see :mod:`.options`) changes ``char_embed`` to (V, d) (V characters of the
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy
 
-from .errors import ElmoFileError, ElmoWeightsError
+from ..errors import ElmoFileError, ElmoModelFileError
 from .files import check_regular
 from .sizes import check_size
 
@@ -91,7 +91,7 @@ def _word_dim(options: dict) -> int:
 
 
 def open_hdf5(path: str) -> "h5py.File":
-    """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoWeightsError
+    """``h5py.File(path, "r")``, checked by :func:`check_self_contained`. Raises ElmoModelFileError
     naming the file if it is not a regular file (a FIFO, a device: refused before HDF5 opens it)
     or not a readable HDF5 file (truncated, or another format), and naming the dataset if one
     reads data from outside the file."""
@@ -101,9 +101,9 @@ def open_hdf5(path: str) -> "h5py.File":
         check_regular(path, "HDF5 file")
         f = h5py.File(path, "r")
     except ElmoFileError as e:
-        raise ElmoWeightsError(str(e), path=path) from e
+        raise ElmoModelFileError(str(e), path=path) from e
     except OSError as e:
-        raise ElmoWeightsError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
+        raise ElmoModelFileError(f"{path}: not a readable HDF5 file (truncated or not HDF5?): {e}", path=path) from e
     try:
         check_self_contained(f, path)
     except BaseException:
@@ -116,32 +116,32 @@ def check_self_contained(f: "h5py.File", path: str) -> None:
     """Refuse an HDF5 file whose data lives outside it: an external link (``h5py.ExternalLink``),
     a dataset with external raw storage (``Dataset.external``) or a virtual dataset
     (``Dataset.is_virtual``). Such objects make h5py open other files, named by the file itself,
-    when a dataset is read. Raises ElmoWeightsError naming the file and the object; follows no link."""
+    when a dataset is read. Raises ElmoModelFileError naming the file and the object; follows no link."""
     import h5py
 
     def visit(name, link):  # a returned error stops the walk (raising inside h5py's callback is unsafe)
         if isinstance(link, h5py.ExternalLink):
-            return ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing "
-                                    "it (a model file must hold its own data)", path=path, dataset=name)
+            return ElmoModelFileError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing "
+                                      "it (a model file must hold its own data)", path=path, dataset=name)
         if not isinstance(link, h5py.HardLink):
             return None  # a soft link names an object of this file, itself visited
         obj = f[name]
         if isinstance(obj, h5py.Dataset):
             if obj.is_virtual:
-                return ElmoWeightsError(f"{path}: dataset {name!r} is a virtual dataset (data mapped from other "
-                                        "files); refusing it (a model file must hold its own data)",
-                                        path=path, dataset=name)
+                return ElmoModelFileError(f"{path}: dataset {name!r} is a virtual dataset (data mapped from other "
+                                          "files); refusing it (a model file must hold its own data)",
+                                          path=path, dataset=name)
             if obj.external:
-                return ElmoWeightsError(f"{path}: dataset {name!r} keeps its data in external file(s) "
-                                        f"{[e[0] for e in obj.external]}; refusing it (a model file must hold "
-                                        "its own data)", path=path, dataset=name)
+                return ElmoModelFileError(f"{path}: dataset {name!r} keeps its data in external file(s) "
+                                          f"{[e[0] for e in obj.external]}; refusing it (a model file must hold "
+                                          "its own data)", path=path, dataset=name)
         return None
 
     try:
         error = f.visititems_links(visit)
     except (OSError, RuntimeError, KeyError) as e:
-        raise ElmoWeightsError(f"{path}: the file's objects cannot be listed (file truncated?): {e}",
-                               path=path) from e
+        raise ElmoModelFileError(f"{path}: the file's objects cannot be listed (file truncated?): {e}",
+                                 path=path) from e
     if error is not None:
         raise error
 
@@ -149,19 +149,19 @@ def check_self_contained(f: "h5py.File", path: str) -> None:
 def self_contained_dataset(f: "h5py.File", name: str, path: str) -> "h5py.Dataset":
     """The dataset ``name`` of the open file ``f``, refused like :func:`check_self_contained`
     does for the whole file (for files with many datasets, checked one at a time). Raises
-    ElmoWeightsError naming the dataset; KeyError if there is none."""
+    ElmoModelFileError naming the dataset; KeyError if there is none."""
     import h5py
 
     link = f.get(name, getlink=True)
     if link is None:
         raise KeyError(name)
     if isinstance(link, h5py.ExternalLink):
-        raise ElmoWeightsError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing it",
-                               path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: {name!r} is an external link to {link.filename}:{link.path}; refusing it",
+                                 path=path, dataset=name)
     obj = f[name]
     if isinstance(obj, h5py.Dataset) and (obj.is_virtual or obj.external):
         kind = "a virtual dataset" if obj.is_virtual else "stored in external file(s)"
-        raise ElmoWeightsError(f"{path}: dataset {name!r} is {kind}; refusing it", path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: dataset {name!r} is {kind}; refusing it", path=path, dataset=name)
     return obj
 
 
@@ -175,7 +175,7 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
     (sparse) file with huge options would otherwise allocate gigabytes. Then every dataset's
     declared shape and dtype are checked, all of them before the first is read.
 
-    Raises ElmoWeightsError: options above the size limit (ElmoMemoryError: above the machine's
+    Raises ElmoModelFileError: options above the size limit (ElmoMemoryError: above the machine's
     memory); file missing, not a regular file, not HDF5 or truncated; a dataset missing, not
     numeric, of the wrong shape, unreadable, or with NaN/infinite values. Extra datasets are
     ignored.
@@ -183,7 +183,7 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
     path = os.fspath(path)
     check_size(options, path, max_params)
     if not os.path.exists(path):
-        raise ElmoWeightsError(f"{path}: weight file not found", path=path)
+        raise ElmoModelFileError(f"{path}: weight file not found", path=path)
     with open_hdf5(path) as f:
         datasets = [(name, float_dataset(f, name, shape, path)) for name, shape in iter_layout(options)]
         return {name: read_float(obj, name, path) for name, obj in datasets}
@@ -192,37 +192,38 @@ def read_weights(path: Union[str, os.PathLike], options: dict,
 def float_dataset(f: "h5py.File", name: str, shape: Tuple[int, ...], path: str,
                   source: str = "options.json") -> "h5py.Dataset":
     """The dataset ``name`` of ``f``, checked to exist with ``shape`` (what ``source`` implies) and a
-    float dtype, nothing read. Raises ElmoWeightsError naming the dataset."""
+    float dtype, nothing read. Raises ElmoModelFileError naming the dataset."""
     import h5py
 
     try:
         obj = f.get(name)
     except (OSError, RuntimeError, KeyError, ValueError) as e:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
-                               path=path, dataset=name) from e
+        raise ElmoModelFileError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                                 path=path, dataset=name) from e
     if obj is None or not isinstance(obj, h5py.Dataset):
-        raise ElmoWeightsError(f"{path}: dataset {name!r} is missing (expected shape {shape})", path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: dataset {name!r} is missing (expected shape {shape})", path=path,
+                                 dataset=name)
     if tuple(obj.shape) != shape:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but {source} implies {shape}",
-                               path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: dataset {name!r} has shape {tuple(obj.shape)}, but {source} implies {shape}",
+                                 path=path, dataset=name)
     if obj.dtype.kind != "f":
-        raise ElmoWeightsError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
-                               path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: dataset {name!r} has dtype {obj.dtype}, expected float",
+                                 path=path, dataset=name)
     return obj
 
 
 def read_float(obj: "h5py.Dataset", name: str, path: str) -> numpy.ndarray:
-    """The checked dataset ``obj`` as a float32 array; ElmoWeightsError if unreadable or not finite."""
+    """The checked dataset ``obj`` as a float32 array; ElmoModelFileError if unreadable or not finite."""
     try:
         arr = obj[()]
     except (OSError, RuntimeError, ValueError) as e:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
-                               path=path, dataset=name) from e
+        raise ElmoModelFileError(f"{path}: dataset {name!r} cannot be read (file truncated?): {e}",
+                                 path=path, dataset=name) from e
     arr = numpy.ascontiguousarray(arr, dtype=numpy.float32)
     bad = arr.size - int(numpy.isfinite(arr).sum())
     if bad:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} has {bad:,} NaN or infinite values "
-                               "(corrupt file or diverged training)", path=path, dataset=name)
+        raise ElmoModelFileError(f"{path}: dataset {name!r} has {bad:,} NaN or infinite values "
+                                 "(corrupt file or diverged training)", path=path, dataset=name)
     return arr
 
 
@@ -325,7 +326,7 @@ def read_vocab(path: Union[str, os.PathLike], options: dict,
 
     Before anything is read, each part's declared shapes are checked against what the options
     imply (:func:`_vocab_datasets`), and their values, with the model's parameters, against the
-    size limit and memory (:func:`.sizes.check_size`). Raises ElmoWeightsError naming the file
+    size limit and memory (:func:`.sizes.check_size`). Raises ElmoModelFileError naming the file
     and dataset for a shape the options do not allow, a part that is malformed (lengths that do
     not add up, not UTF-8, counts that differ), or a size above the limit."""
     path = os.fspath(path)
@@ -355,27 +356,27 @@ def _vocab_datasets(f: "h5py.File", part: str, options: dict, path: str) -> List
         try:
             obj = f.get(f"{name}/{key}")
         except (OSError, RuntimeError, KeyError, ValueError) as e:
-            raise ElmoWeightsError(f"{path}: dataset {name}/{key} cannot be read (file truncated?): {e}",
-                                   path=path, dataset=f"{name}/{key}") from e
+            raise ElmoModelFileError(f"{path}: dataset {name}/{key} cannot be read (file truncated?): {e}",
+                                     path=path, dataset=f"{name}/{key}") from e
         if not isinstance(obj, h5py.Dataset) or obj.ndim != 1 or obj.dtype.kind not in "iu":
-            raise ElmoWeightsError(f"{path}: dataset {name}/{key} is missing or not a 1-D integer dataset",
-                                   path=path, dataset=f"{name}/{key}")
+            raise ElmoModelFileError(f"{path}: dataset {name}/{key} is missing or not a 1-D integer dataset",
+                                     path=path, dataset=f"{name}/{key}")
         datasets.append(obj)
     utf8, lengths, ids = datasets
     k = ids.shape[0]
     if lengths.shape[0] != k or not 1 <= k <= size:
-        raise ElmoWeightsError(f"{path}: datasets {name}/lengths and {name}/ids declare {lengths.shape[0]:,} and "
-                               f"{k:,} entries, but options.json implies one count of 1 to {size:,}",
-                               path=path, dataset=f"{name}/ids")
+        raise ElmoModelFileError(f"{path}: datasets {name}/lengths and {name}/ids declare {lengths.shape[0]:,} and "
+                                 f"{k:,} entries, but options.json implies one count of 1 to {size:,}",
+                                 path=path, dataset=f"{name}/ids")
     most = 4 * options["char_cnn"]["max_characters_per_token"] * k
     if utf8.shape[0] > most:
-        raise ElmoWeightsError(f"{path}: dataset {name}/utf8 declares {utf8.shape[0]:,} bytes, but options.json "
-                               f"implies at most {most:,} for {k:,} entries", path=path, dataset=f"{name}/utf8")
+        raise ElmoModelFileError(f"{path}: dataset {name}/utf8 declares {utf8.shape[0]:,} bytes, but options.json "
+                                 f"implies at most {most:,} for {k:,} entries", path=path, dataset=f"{name}/utf8")
     return datasets
 
 
 def _read_lexicon(datasets: Sequence["h5py.Dataset"], name: str, path: str) -> Dict[str, int]:
-    """{string: id} of checked (utf8, lengths, ids) datasets; ElmoWeightsError if malformed."""
+    """{string: id} of checked (utf8, lengths, ids) datasets; ElmoModelFileError if malformed."""
     try:
         data = bytes(datasets[0][()])
         lengths, ids = datasets[1][()], datasets[2][()]
@@ -385,4 +386,4 @@ def _read_lexicon(datasets: Sequence["h5py.Dataset"], name: str, path: str) -> D
         starts = ends - lengths
         return {data[a:b].decode("utf-8"): int(i) for a, b, i in zip(starts, ends, ids)}
     except (KeyError, OSError, ValueError) as e:
-        raise ElmoWeightsError(f"{path}: dataset {name!r} is malformed: {e}", path=path, dataset=name) from e
+        raise ElmoModelFileError(f"{path}: dataset {name!r} is malformed: {e}", path=path, dataset=name) from e

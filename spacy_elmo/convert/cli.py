@@ -16,11 +16,11 @@ def convert_cli(
     force: bool = typer.Option(False, "--force", help="Replace a model already in OUT"),
 ):
     """Convert a model of another ELMo format into a spacy-elmo model directory (then use OUT by path)."""
+    from ..errors import ElmoModelFileError
     from . import FORMATS, convert
-    from .efml import ElmoConvertError
 
     if fmt not in FORMATS:
-        raise ElmoConvertError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+        raise ElmoModelFileError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     directory = convert(str(src), str(out), config=str(config) if config else None, force=force)
     typer.echo(f"wrote {directory} (sha256 recorded). Use it as name = \"{directory}\" in an elmo component's "
                f"[components.elmo.model], --model {directory}, or BiLM.from_pretrained(\"{directory}\").")

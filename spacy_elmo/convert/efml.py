@@ -34,21 +34,12 @@ from typing import Dict, Optional, Tuple
 
 import numpy
 
-from ..bilm.errors import ElmoError, ElmoFileError
 from ..bilm.files import CONFIG_BYTES, VOCAB_BYTES, check_regular, read_json, read_text
 from ..bilm.finite import non_finite
+from ..errors import ElmoFileError, ElmoModelFileError
 
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 SOURCE_FILES = ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl")
-
-
-class ElmoConvertError(ElmoError, ValueError):
-    """A source model cannot be converted; the message names the file and the reason. Attribute
-    ``path``."""
-
-    def __init__(self, message: str, path=None):
-        super().__init__(message)
-        self.path = None if path is None else str(path)
 
 
 def _inside(directory: str, path: str) -> bool:
@@ -58,41 +49,41 @@ def _inside(directory: str, path: str) -> bool:
 
 def find_config(src: str) -> str:
     """The model config file of ``src``, resolved as described in the module docstring. Raises
-    ElmoConvertError if config.json is missing or malformed, or no config is found."""
+    ElmoModelFileError if config.json is missing or malformed, or no config is found."""
     path = os.path.join(src, "config.json")
     try:
         named = read_json(path, CONFIG_BYTES, "config.json")["config_path"]
         if not isinstance(named, str) or not named:
             raise ValueError("config_path is not a file name")
     except FileNotFoundError:
-        raise ElmoConvertError(f"{path}: not found (is {src} an ELMoForManyLangs model directory?)", path) from None
+        raise ElmoModelFileError(f"{path}: not found (is {src} an ELMoForManyLangs model directory?)", path) from None
     except ElmoFileError as err:
-        raise ElmoConvertError(str(err), path) from None
+        raise ElmoModelFileError(str(err), path) from None
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ElmoConvertError(f"{path}: expected {{\"config_path\": FILE}}: {err}", path) from None
+        raise ElmoModelFileError(f"{path}: expected {{\"config_path\": FILE}}: {err}", path) from None
     first = os.path.join(src, named)
     base = os.path.basename(named.replace("\\", "/"))
     for candidate in (first, os.path.join(src, base), str(CONFIGS_DIR / base)):
         inside = _inside(src, candidate) or candidate.startswith(str(CONFIGS_DIR))
         if inside and base and os.path.isfile(candidate):
             return candidate
-    raise ElmoConvertError(f"{path}: config_path {named!r} is neither in {src} nor a standard config "
-                           f"({', '.join(sorted(p.name for p in CONFIGS_DIR.glob('*.json')))}); give --config", path)
+    raise ElmoModelFileError(f"{path}: config_path {named!r} is neither in {src} nor a standard config "
+                             f"({', '.join(sorted(p.name for p in CONFIGS_DIR.glob('*.json')))}); give --config", path)
 
 
 def read_config(path: str) -> dict:
     """The model config, checked for what the conversion supports (a CNN token embedder with
     characters, the ``elmo`` encoder) and for numbers that are NaN or infinite. Raises
-    ElmoConvertError naming the file and key."""
+    ElmoModelFileError naming the file and key."""
     try:
         config = read_json(path, CONFIG_BYTES, "model config")
     except ElmoFileError as err:
-        raise ElmoConvertError(str(err), path) from None
+        raise ElmoModelFileError(str(err), path) from None
     except (OSError, ValueError) as err:
-        raise ElmoConvertError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
+        raise ElmoModelFileError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
     bad = non_finite(config)
     if bad is not None:
-        raise ElmoConvertError(f"{path}: {bad[0]}: expected a finite number, got {bad[1]!r}", path)
+        raise ElmoModelFileError(f"{path}: {bad[0]}: expected a finite number, got {bad[1]!r}", path)
     try:
         enc, tok = config["encoder"], config["token_embedder"]
         checks = [(str(enc.get("name", "")).lower() == "elmo", "encoder.name: only 'elmo' is supported"),
@@ -100,25 +91,25 @@ def read_config(path: str) -> dict:
                   (int(tok.get("char_dim", 0)) > 0, "token_embedder.char_dim: models without characters "
                                                     "are not supported")]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ElmoConvertError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
+        raise ElmoModelFileError(f"{path}: not a readable ELMoForManyLangs model config: {err!r}", path) from None
     for ok, why in checks:
         if not ok:
-            raise ElmoConvertError(f"{path}: {why}", path)
+            raise ElmoModelFileError(f"{path}: {why}", path)
     return config
 
 
 def read_dic(path: str, max_bytes: int = CONFIG_BYTES) -> Dict[str, int]:
     """A ``char.dic`` / ``word.dic`` (a regular file of at most ``max_bytes``), read as the module
-    docstring says. Raises ElmoConvertError naming the file, and the line for a line that is
+    docstring says. Raises ElmoModelFileError naming the file, and the line for a line that is
     not ``TOKEN\\tID``."""
     try:
         text = read_text(path, max_bytes, "dictionary")
     except FileNotFoundError:
-        raise ElmoConvertError(f"{path}: not found", path) from None
+        raise ElmoModelFileError(f"{path}: not found", path) from None
     except ElmoFileError as err:
-        raise ElmoConvertError(str(err), path) from None
+        raise ElmoModelFileError(str(err), path) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ElmoConvertError(f"{path}: cannot read as UTF-8: {err}", path) from None
+        raise ElmoModelFileError(f"{path}: cannot read as UTF-8: {err}", path) from None
     lexicon = {}
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.strip().split("\t")
@@ -128,42 +119,42 @@ def read_dic(path: str, max_bytes: int = CONFIG_BYTES) -> Dict[str, int]:
             token, index = fields
             lexicon[token] = int(index)
         except ValueError:
-            raise ElmoConvertError(f"{path}: line {number}: expected TOKEN<tab>ID, got {line[:60]!r}", path) from None
+            raise ElmoModelFileError(f"{path}: line {number}: expected TOKEN<tab>ID, got {line[:60]!r}", path) from None
     if not lexicon:
-        raise ElmoConvertError(f"{path}: empty dictionary", path)
+        raise ElmoModelFileError(f"{path}: empty dictionary", path)
     return lexicon
 
 
 def load_state(path: str) -> Dict[str, numpy.ndarray]:
     """A ``.pkl`` state dict as float32 arrays, read with ``torch.load(weights_only=True)``.
-    Raises ElmoConvertError for a missing file or anything but a mapping of names to tensors."""
+    Raises ElmoModelFileError for a missing file or anything but a mapping of names to tensors."""
     import torch
 
     try:
         check_regular(path, "state dict")
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise ElmoConvertError(f"{path}: not found", path) from None
+        raise ElmoModelFileError(f"{path}: not found", path) from None
     except ElmoFileError as err:
-        raise ElmoConvertError(str(err), path) from None
+        raise ElmoModelFileError(str(err), path) from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError, AttributeError) as err:
         why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ElmoConvertError(f"{path}: refused: not a plain PyTorch state dict of tensors (weights_only "
-                               f"load failed: {why})", path) from None
+        raise ElmoModelFileError(f"{path}: refused: not a plain PyTorch state dict of tensors (weights_only "
+                                 f"load failed: {why})", path) from None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ElmoConvertError(f"{path}: refused: expected a state dict (name -> tensor)", path)
+        raise ElmoModelFileError(f"{path}: refused: expected a state dict (name -> tensor)", path)
     return {str(k): v.detach().float().numpy() for k, v in state.items()}
 
 
 def _take(state: Dict[str, numpy.ndarray], key: str, shape: Tuple[int, ...], path: str) -> numpy.ndarray:
     if key not in state:
-        raise ElmoConvertError(f"{path}: missing tensor {key!r}", path)
+        raise ElmoModelFileError(f"{path}: missing tensor {key!r}", path)
     value = state[key]
     if tuple(value.shape) != shape:
-        raise ElmoConvertError(f"{path}: tensor {key!r} has shape {tuple(value.shape)}, the config implies {shape}",
-                               path)
+        raise ElmoModelFileError(f"{path}: tensor {key!r} has shape {tuple(value.shape)}, the config implies {shape}",
+                                 path)
     if not numpy.isfinite(value).all():
-        raise ElmoConvertError(f"{path}: tensor {key!r} has NaN or infinite values", path)
+        raise ElmoModelFileError(f"{path}: tensor {key!r} has NaN or infinite values", path)
     return value
 
 
@@ -182,7 +173,7 @@ def token_embedder_state(te: Dict[str, numpy.ndarray], tok: dict, P: int, n_word
     d, D = int(tok["char_dim"]), int(tok.get("word_dim", 0))
     emb = te.get("char_emb_layer.embedding.weight")
     if emb is None or emb.ndim != 2:
-        raise ElmoConvertError(f"{path}: missing tensor 'char_emb_layer.embedding.weight'", path)
+        raise ElmoModelFileError(f"{path}: missing tensor 'char_emb_layer.embedding.weight'", path)
     sd = {"char_cnn.char_embedding.weight": _with_zero_row(_take(te, "char_emb_layer.embedding.weight",
                                                                  (emb.shape[0], d), path))}
     for i, (w, n) in enumerate(tok["filters"]):
@@ -245,12 +236,12 @@ def options_for(config: dict, chars: Dict[str, int], words: Optional[Dict[str, i
 def load_source(src: str, config: Optional[str] = None):
     """Read an ELMoForManyLangs directory: a :class:`~spacy_elmo.bilm.BiLM` (frozen, CPU).
     ``config``: a model config file instead of the one config.json names. Raises
-    ElmoConvertError (a ValueError) naming the file for anything missing or malformed."""
-    from ..bilm import BiLM, ElmoWeightsError
+    ElmoModelFileError (a ValueError) naming the file for anything missing or malformed."""
+    from ..bilm import BiLM
 
     src = os.fspath(src)
     if not os.path.isdir(src):
-        raise ElmoConvertError(f"{src}: not a directory (expected an ELMoForManyLangs model directory)", src)
+        raise ElmoModelFileError(f"{src}: not a directory (expected an ELMoForManyLangs model directory)", src)
     config_path = os.fspath(config) if config else find_config(src)
     cfg = read_config(config_path)
     tok = cfg["token_embedder"]
@@ -262,7 +253,7 @@ def load_source(src: str, config: Optional[str] = None):
     n_words = te["word_emb_layer.embedding.weight"].shape[0] if words is not None and \
         "word_emb_layer.embedding.weight" in te else 0
     if words is not None and not n_words:
-        raise ElmoConvertError(f"{te_path}: missing tensor 'word_emb_layer.embedding.weight'", te_path)
+        raise ElmoModelFileError(f"{te_path}: missing tensor 'word_emb_layer.embedding.weight'", te_path)
     sd = token_embedder_state(te, tok, int(cfg["encoder"]["projection_dim"]), n_words, te_path)
     sd.update(encoder_state(enc, cfg["encoder"], enc_path))
     options = options_for(cfg, chars, words, n_chars, n_words)
@@ -271,14 +262,14 @@ def load_source(src: str, config: Optional[str] = None):
     try:
         return BiLM.from_state_dict(options, {k: torch.from_numpy(numpy.ascontiguousarray(v, dtype=numpy.float32))
                                               for k, v in sd.items()})
-    except (ElmoWeightsError, ValueError) as err:
-        raise ElmoConvertError(f"{src}: {err}", src) from None
+    except (ElmoModelFileError, ValueError) as err:
+        raise ElmoModelFileError(f"{src}: {err}", src) from None
 
 
 def convert(src: str, out: str, config: Optional[str] = None, force: bool = False) -> str:
     """Convert ``src`` into the model directory ``out`` (created; an existing model there is
     refused unless ``force``): ``options.json``, ``weights.hdf5`` (with the vocabularies),
-    ``sha256.json``. Returns ``out``. Raises ElmoConvertError, or FileExistsError for an
+    ``sha256.json``. Returns ``out``. Raises ElmoModelFileError, or FileExistsError for an
     existing model at ``out``."""
     out = os.fspath(out)
     if not force and os.path.exists(os.path.join(out, "options.json")):

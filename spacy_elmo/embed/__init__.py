@@ -7,6 +7,6 @@ of AllenNLP's removed ``elmo`` command (one dataset per input line, plus ``sente
 Modules: :mod:`.inputs` (text / JSONL / DocBin records), :mod:`.layers` (``--layers``),
 :mod:`.writer` (crash-safe parts and the final file), :mod:`.run` (:func:`embed_file`).
 """
-from .run import EmbedError, embed_file
+from .run import embed_file
 
-__all__ = ["EmbedError", "embed_file"]
+__all__ = ["embed_file"]

@@ -10,7 +10,7 @@ tokens (whitespace tokens dropped), one record per Doc. Text and JSONL are read 
 first token.
 
 A record of more than ``max_tokens`` tokens (default :data:`MAX_TOKENS_PER_LINE`, ``embed
---max-tokens-per-line``) is refused with an EmbedError (a ValueError) naming the file and line: the biLM's
+--max-tokens-per-line``) is refused with an ElmoDataError (a ValueError) naming the file and line: the biLM's
 memory grows with the length of a sentence (a 10 MB line of 1.2M words would need tens of GB).
 A line is counted in whitespace-separated words before it is tokenised, so a huge line is
 refused without making a Python object per token.
@@ -22,7 +22,7 @@ import os
 import re
 from typing import Callable, Iterator, List, NamedTuple, Optional
 
-from .errors import EmbedError
+from ..errors import ElmoConfigError, ElmoDataError
 
 FORMATS = ("text", "jsonl", "spacy")
 MAX_TOKENS_PER_LINE = 100_000
@@ -40,11 +40,11 @@ class Record(NamedTuple):
 
 def detect_format(path: str, fmt: Optional[str] = None) -> str:
     """``fmt`` if given (one of FORMATS), else from the name: ``.spacy`` -> spacy, ``.jsonl`` /
-    ``.ndjson`` (optionally ``.gz``) -> jsonl, anything else -> text. Raises EmbedError (a
+    ``.ndjson`` (optionally ``.gz``) -> jsonl, anything else -> text. Raises ElmoConfigError (a
     ValueError)."""
     if fmt:
         if fmt not in FORMATS:
-            raise EmbedError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+            raise ElmoConfigError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
         return fmt
     name = path[:-3] if path.endswith(".gz") else path
     if name.endswith(".spacy"):
@@ -61,16 +61,16 @@ def _open(path: str):
 
 
 def _lines(path: str) -> Iterator[str]:
-    """Lines without their end of line; EmbedError (a ValueError) naming the file for non-UTF-8
+    """Lines without their end of line; ElmoDataError (a ValueError) naming the file for non-UTF-8
     bytes."""
     with _open(path) as f:
         try:
             for line in f:
                 yield line.rstrip("\r\n")
         except UnicodeDecodeError as err:
-            raise EmbedError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start} of a block)") from None
+            raise ElmoDataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start} of a block)") from None
         except (OSError, EOFError) as err:
-            raise EmbedError(f"{path}: cannot read ({err})") from None
+            raise ElmoDataError(f"{path}: cannot read ({err})") from None
 
 
 def count(path: str, fmt: str) -> int:
@@ -83,7 +83,7 @@ def count(path: str, fmt: str) -> int:
 def make_tokenizer(pretokenized: bool, lang: str = "en") -> Callable[[str], List[str]]:
     """text -> tokens: whitespace split if ``pretokenized``, else the spaCy tokenizer of
     ``lang`` (a language code, or an installed pipeline's name or directory), whitespace tokens
-    dropped. Raises EmbedError (a ValueError) for an unknown language."""
+    dropped. Raises ElmoConfigError (a ValueError) for an unknown language."""
     if pretokenized:
         return str.split
     import spacy
@@ -91,14 +91,14 @@ def make_tokenizer(pretokenized: bool, lang: str = "en") -> Callable[[str], List
     try:
         nlp = spacy.load(lang) if os.path.isdir(lang) or spacy.util.is_package(lang) else spacy.blank(lang)
     except (ImportError, OSError, KeyError) as err:
-        raise EmbedError(f"--lang {lang!r}: not a spaCy language code or pipeline ({err})") from None
+        raise ElmoConfigError(f"--lang {lang!r}: not a spaCy language code or pipeline ({err})") from None
     tokenizer = nlp.tokenizer
     return lambda text: [t.text for t in tokenizer(text) if not t.is_space]
 
 
 def read(path: str, fmt: str, tokenize: Callable[[str], List[str]], text_field: str = "text",
          lang: str = "en", max_tokens: int = MAX_TOKENS_PER_LINE) -> Iterator[Record]:
-    """Records of the input, in order. Raises EmbedError (a ValueError) naming the file and line for a JSONL
+    """Records of the input, in order. Raises ElmoDataError (a ValueError) naming the file and line for a JSONL
     line that is not an object with a str (or list of str) ``text_field``, or a record of more
     than ``max_tokens`` tokens."""
     if fmt == "spacy":
@@ -113,9 +113,9 @@ def read(path: str, fmt: str, tokenize: Callable[[str], List[str]], text_field: 
             yield _record(path, i, text, tokenize, max_tokens)
 
 
-def _too_long(path: str, i: int, n: str, max_tokens: int) -> EmbedError:
-    return EmbedError(f"{path} line {i + 1}: {n} tokens, above the limit of {max_tokens:,} per line (the biLM's "
-                      "memory grows with a sentence's length): split the line, or raise --max-tokens-per-line")
+def _too_long(path: str, i: int, n: str, max_tokens: int) -> ElmoDataError:
+    return ElmoDataError(f"{path} line {i + 1}: {n} tokens, above the limit of {max_tokens:,} per line (the biLM's "
+                         "memory grows with a sentence's length): split the line, or raise --max-tokens-per-line")
 
 
 def _record(path: str, i: int, text: str, tokenize, max_tokens: int) -> Record:
@@ -141,13 +141,13 @@ def _jsonl_record(path: str, i: int, line: str, field: str, tokenize, max_tokens
     try:
         obj = json.loads(line)
     except ValueError as err:
-        raise EmbedError(f"{path} line {i + 1}: not JSON ({err})") from None
+        raise ElmoDataError(f"{path} line {i + 1}: not JSON ({err})") from None
     value = obj.get(field) if isinstance(obj, dict) else None
     if isinstance(value, list) and all(isinstance(t, str) for t in value):
         return _checked(path, i, value, max_tokens, Record(i, " ".join(value), list(value)))
     if not isinstance(value, str):
-        raise EmbedError(f"{path} line {i + 1}: expected a JSON object with a string (or list of "
-                         f"strings) field {field!r} (set --text-field)")
+        raise ElmoDataError(f"{path} line {i + 1}: expected a JSON object with a string (or list of "
+                            f"strings) field {field!r} (set --text-field)")
     return _record(path, i, value.strip(), tokenize, max_tokens)
 
 
@@ -159,7 +159,7 @@ def _docbin(path: str):
     try:
         return DocBin().from_disk(path)
     except Exception as err:  # noqa: BLE001 - srsly/zlib/msgpack errors: one line naming the file
-        raise EmbedError(f"{path}: not a spaCy DocBin ({type(err).__name__}: {err})") from None
+        raise ElmoDataError(f"{path}: not a spaCy DocBin ({type(err).__name__}: {err})") from None
 
 
 def _read_docbin(path: str, lang: str) -> Iterator[Record]:

@@ -13,12 +13,12 @@ OPTION = "--layers"
 
 
 def parse(text: str) -> LayerSpec:
-    """Parse ``--layers``. Raises LayerSpecError (a ValueError) with the accepted forms."""
+    """Parse ``--layers``. Raises ElmoConfigError (a ValueError) with the accepted forms."""
     return _parse(text, OPTION)
 
 
 def check(spec: LayerSpec, n_layers: int) -> None:
-    """Raise LayerSpecError unless the spec fits a biLM of ``n_layers`` biLSTM layers (n_layers + 1
+    """Raise ElmoConfigError unless the spec fits a biLM of ``n_layers`` biLSTM layers (n_layers + 1
     stacked layers: a mix's weight count, layer_k's k)."""
     spec.validate(n_layers + 1, OPTION)
 

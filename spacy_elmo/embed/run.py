@@ -11,9 +11,9 @@ import os
 import time
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
+from ..errors import ElmoConfigError
 from . import inputs, layers
-from .errors import EmbedError
-from .paths import check_output
+from .paths import check_output, lock_output
 from .writer import Output, written_args
 
 
@@ -31,14 +31,16 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     Returns {"sentences", "tokens" (all records), "embedded", "embedded_tokens" (computed in this
     run, not skipped), "seconds" (reading, tokenizing, embedding and writing; not the model load),
     "embed_seconds" (the biLM's calls alone: what tokens/s is of), "output", "already_complete"
-    (OUTPUT was already there, same arguments: nothing done)}. Raises EmbedError (a ValueError)
+    (OUTPUT was already there, same arguments: nothing done)}. Raises ElmoConfigError (a ValueError)
     for a bad option or an OUTPUT that exists with other arguments (unless ``overwrite``),
-    FileNotFoundError for a missing input or model (with the download command for a catalog name), EmbedError for
+    FileNotFoundError for a missing input or model (with the download command for a catalog name), ElmoDataError for
     unreadable input lines or a line of more than ``max_tokens_per_line`` tokens (raised when the
-    run reaches it; the groups before it are kept for a re-run), ElmoWeightsError for a bad model
+    run reaches it; the groups before it are kept for a re-run), ElmoModelFileError for a bad model
     file. OUTPUT is checked first
-    (:func:`.paths.check_output`): EmbedError if it is the input file itself (a hard link or
-    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist."""
+    (:func:`.paths.check_output`): ElmoConfigError if it is the input file itself (a hard link or
+    symlink too; even with ``overwrite``), a directory, or in a folder that does not exist. Then
+    OUTPUT is locked for the whole run (:func:`.paths.lock_output`): ElmoLockError (a
+    RuntimeError) at once, naming the pid, while another run writes it."""
     from ..hub import load_bilm
 
     check_output(input_path, output)
@@ -48,20 +50,21 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
         args["precision"] = precision
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
                "embed_seconds": 0.0, "output": output, "already_complete": False}
-    if os.path.exists(output):
-        if written_args(output) == args:
-            summary["already_complete"] = True
-            return summary
-        if not overwrite:
-            raise EmbedError(f"{output} exists (written with other arguments, or not by this command): pass "
-                             "--overwrite or choose another file")
-    _check_limit(max_tokens_per_line)
-    bilm = load_bilm(p.model_dir, precision=precision)
-    groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
-    total = inputs.count(input_path, fmt)
-    with Output(output, args) as out:
-        _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
-        out.finish()  # with --overwrite, the old OUTPUT is replaced only now, by a complete one
+    with lock_output(output):  # for the whole run: a second embed into OUTPUT is refused at once
+        if os.path.exists(output):
+            if written_args(output) == args:
+                summary["already_complete"] = True
+                return summary
+            if not overwrite:
+                raise ElmoConfigError(f"{output} exists (written with other arguments, or not by this command): pass "
+                                 "--overwrite or choose another file")
+        _check_limit(max_tokens_per_line)
+        bilm = load_bilm(p.model_dir, precision=precision)
+        groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
+        total = inputs.count(input_path, fmt)
+        with Output(output, args) as out:
+            _run(bilm, out, groups, spec, dtype, batch_size, total, progress, summary)
+            out.finish()  # with --overwrite, the old OUTPUT is replaced only now, by a complete one
     return summary
 
 
@@ -84,13 +87,13 @@ def plan(input_path: str, model: Optional[str] = None, layer_spec: str = "all", 
          pretokenized: bool = False, lang: str = "en", fmt: Optional[str] = None, text_field: str = "text",
          batch_size: int = 64, group_mb: float = 64.0) -> Plan:
     """Check :func:`embed_file`'s options and resolve the model (no weights loaded). Raises
-    FileNotFoundError for a missing input or model, EmbedError for a bad option."""
+    FileNotFoundError for a missing input or model, ElmoConfigError for a bad option."""
     if not os.path.isfile(input_path):
         raise FileNotFoundError(f"input file not found: {input_path!r}")
     try:
         fmt = inputs.detect_format(input_path, fmt)
     except ValueError as err:
-        raise EmbedError(str(err)) from None
+        raise ElmoConfigError(str(err)) from None
     p = plan_model(model, layer_spec, dtype, batch_size, group_mb, "whitespace" if pretokenized else lang)
     p.args.update(_input_args(input_path, fmt, text_field))
     return p._replace(fmt=fmt)
@@ -100,7 +103,7 @@ def plan_model(model: Optional[str], layer_spec: str = "all", dtype: str = "floa
                group_mb: float = 64.0, tokenizer: str = "en") -> Plan:
     """The model and layer part of :func:`plan` (fmt None, no input keys in args), for inputs that
     are not a file (``spacy_elmo.scale.embed_dataset``). ``args["group_tokens"]``: tokens per
-    group of about ``group_mb`` MB of float32 output. Raises FileNotFoundError, EmbedError."""
+    group of about ``group_mb`` MB of float32 output. Raises FileNotFoundError, ElmoConfigError."""
     from ..bilm.options import read_options
     from ..hub.resolve import resolve
     from ..package_data import DEFAULT_MODEL
@@ -112,7 +115,7 @@ def plan_model(model: Optional[str], layer_spec: str = "all", dtype: str = "floa
     try:
         layers.check(spec, lstm["n_layers"])
     except ValueError as err:
-        raise EmbedError(str(err)) from None
+        raise ElmoConfigError(str(err)) from None
     args = _model_args(model_dir, model, spec, dtype)
     args["tokenizer"] = tokenizer
     args["group_tokens"] = max(1, int(group_mb * 1e6 // ((lstm["n_layers"] + 1) * 2 * lstm["projection_dim"] * 4)))
@@ -124,8 +127,8 @@ def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str 
                 max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE) -> Iterator[List[inputs.Record]]:
     """The input's records (read lazily) in the groups that embed_file embeds and journals one
     at a time: ~``p.args["group_tokens"]`` tokens each. The tokenizer is made now, so a bad
-    ``lang`` raises EmbedError (a ValueError) here, not on the first ``next``; a record of more than
-    ``max_tokens_per_line`` tokens raises EmbedError when it is reached."""
+    ``lang`` raises ElmoConfigError (a ValueError) here, not on the first ``next``; a record of more than
+    ``max_tokens_per_line`` tokens raises ElmoDataError when it is reached."""
     _check_limit(max_tokens_per_line)
     tokenize = inputs.make_tokenizer(pretokenized or p.fmt == "spacy", lang)
     records = inputs.read(input_path, p.fmt, tokenize, text_field, lang, max_tokens_per_line)
@@ -134,15 +137,15 @@ def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str 
 
 def _check_limit(max_tokens_per_line: int) -> None:
     if isinstance(max_tokens_per_line, bool) or not isinstance(max_tokens_per_line, int) or max_tokens_per_line < 1:
-        raise EmbedError(f"--max-tokens-per-line must be an integer >= 1, got {max_tokens_per_line!r}")
+        raise ElmoConfigError(f"--max-tokens-per-line must be an integer >= 1, got {max_tokens_per_line!r}")
 
 
 def check_precision(precision: str) -> str:
-    """``precision`` if it is one of the biLM's precisions, else EmbedError (one line)."""
+    """``precision`` if it is one of the biLM's precisions, else ElmoConfigError (one line)."""
     from ..bilm.precision import PRECISIONS
 
     if precision not in PRECISIONS:
-        raise EmbedError(f"--precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+        raise ElmoConfigError(f"--precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
     return precision
 
 
@@ -150,11 +153,11 @@ def _check_options(layer_spec, dtype, batch_size, group_mb) -> layers.LayerSpec:
     try:
         spec = layers.parse(layer_spec)
     except ValueError as err:
-        raise EmbedError(str(err)) from None
+        raise ElmoConfigError(str(err)) from None
     if dtype not in layers.DTYPES:
-        raise EmbedError(f"--dtype {dtype!r}: expected one of {', '.join(layers.DTYPES)}")
+        raise ElmoConfigError(f"--dtype {dtype!r}: expected one of {', '.join(layers.DTYPES)}")
     if batch_size < 1 or not group_mb > 0:
-        raise EmbedError(f"--batch-size must be >= 1 and the group size > 0, got {batch_size} / {group_mb}")
+        raise ElmoConfigError(f"--batch-size must be >= 1 and the group size > 0, got {batch_size} / {group_mb}")
     return spec
 
 

@@ -17,8 +17,7 @@ name or directory -> model files, and :func:`load_bilm`), :mod:`.unzip` (safe un
 from .cache import cache_dir
 from .catalog import CATALOG
 from .download import download_model, parse_pins
-from .fetch import ElmoDownloadArgumentError, ElmoDownloadError
 from .resolve import available, load_bilm, model_files, resolve
 
-__all__ = ["CATALOG", "ElmoDownloadArgumentError", "ElmoDownloadError", "available", "cache_dir", "download_model",
-           "load_bilm", "model_files", "parse_pins", "resolve"]
+__all__ = ["CATALOG", "available", "cache_dir", "download_model", "load_bilm", "model_files", "parse_pins",
+           "resolve"]

@@ -10,6 +10,8 @@ Location: ``$SPACY_ELMO_CACHE`` if set, else ``platformdirs.user_cache_dir("spac
                    *.part                       an unfinished download (resumed by the next one)
                    source.zip                   an ELMoForManyLangs zip downloaded whole, kept
                                                 until it is unpacked and converted
+    <cache>/.locks/<name>                       the lock of a download in progress (pid and host
+                                                of the process that holds it; see lock_entry)
 
 A model is complete only when ``sha256.json`` holds the digests of both files: it is written
 after they are renamed into place, so a folder without it never looks finished. Loading checks
@@ -17,14 +19,20 @@ the digests (``BiLM.from_files``). Names resolve to these folders in :mod:`.reso
 or spaCy import here.
 """
 import json
+import logging
+import math
 import os
 import re
 from typing import Dict, List, Optional
 
 from ..bilm.files import CONFIG_BYTES, read_json
-from .fetch import ElmoDownloadArgumentError
+from ..errors import ElmoConfigError
+from ..locks import Lock, wait
 
 CACHE_ENV = "SPACY_ELMO_CACHE"
+WAIT_ENV = "SPACY_ELMO_DOWNLOAD_WAIT"  # seconds a download waits for another one of the same name
+DEFAULT_WAIT = 3600.0
+LOCKS = ".locks"  # <cache>/.locks/<name>: no model name starts with a dot
 FILES = ("options.json", "weights.hdf5")
 SOURCE = "source.json"
 DIGESTS = "sha256.json"
@@ -44,16 +52,16 @@ def cache_dir() -> str:
 
 def check_name(name: str) -> str:
     """Return ``name`` if it can name a cached model (letters, digits, ``.``, ``_``, ``-``; no
-    path separators; at most 100 characters). Raises ElmoDownloadArgumentError (a ValueError)
+    path separators; at most 100 characters). Raises ElmoConfigError (a ValueError)
     otherwise."""
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in (".", ".."):
-        raise ElmoDownloadArgumentError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
-                                        "(at most 100 characters, starting with a letter or digit)")
+        raise ElmoConfigError(f"invalid model name {name!r}: use letters, digits, '.', '_' and '-' "
+                              "(at most 100 characters, starting with a letter or digit)")
     return name
 
 
 def model_dir(name: str) -> str:
-    """Folder of a cached model (may not exist). Raises ElmoDownloadArgumentError (a ValueError)
+    """Folder of a cached model (may not exist). Raises ElmoConfigError (a ValueError)
     for an invalid name."""
     return os.path.join(cache_dir(), check_name(name))
 
@@ -104,6 +112,42 @@ def kept_bytes(name: str) -> int:
         return 0
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory)
                if (f.endswith(".part") or f == ZIP) and os.path.isfile(os.path.join(directory, f)))
+
+
+def wait_seconds() -> float:
+    """How long a download waits for another download of the same name: ``$SPACY_ELMO_DOWNLOAD_WAIT``
+    seconds (a number >= 0), else :data:`DEFAULT_WAIT` (an hour). Raises
+    ElmoConfigError (a ValueError) naming the variable for anything else."""
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_WAIT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise ElmoConfigError(f"{WAIT_ENV}={text!r}: expected a number of seconds >= 0 (default "
+                                        f"{DEFAULT_WAIT:g})")
+    return value
+
+
+def lock_entry(name: str) -> Lock:
+    """The exclusive lock of the cache entry ``name`` for a whole download
+    (``<cache>/.locks/<name>``, :mod:`spacy_elmo.locks`; released when the holder ends, even
+    by ``kill -9``). While another process holds it, waits up to :func:`wait_seconds`, saying so
+    once (a log warning naming the pid); the caller then finds the model that process installed.
+    Returns the held Lock (use it in a ``with`` block). Raises ElmoLockError (a RuntimeError)
+    when the wait runs out, ElmoConfigError for an invalid name or wait."""
+    directory, timeout = model_dir(name), wait_seconds()
+
+    def say(holder) -> None:
+        logging.getLogger("spacy_elmo").warning(
+            "%s: %s is downloading it into %s; waiting for it to finish (at most %g s, $%s)", name, holder,
+            directory, timeout, WAIT_ENV)
+
+    return wait(os.path.join(cache_dir(), LOCKS, name), timeout, say, name, f"it is downloading the model into "
+                f"{directory}; run the download again once it has finished, or set {WAIT_ENV}=SECONDS to wait longer",
+                make_folder=True)
 
 
 def write_json(path: str, data: dict) -> None:

@@ -24,8 +24,9 @@ import os
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional
 
+from ..errors import ElmoConfigError
 from .cache import ZIP
-from .fetch import ElmoDownloadArgumentError, check_url
+from .fetch import check_url
 
 BILM_TF, EFML = "bilm-tf", "elmoformanylangs"
 FORMATS = (BILM_TF, EFML)
@@ -63,7 +64,7 @@ class Entry:
         return MIRROR_ENV if self.format == BILM_TF else EFML_MIRROR_ENV
 
     def urls(self) -> Dict[str, str]:
-        """{file: URL}, under the mirror when its variable is set. Raises ElmoDownloadArgumentError
+        """{file: URL}, under the mirror when its variable is set. Raises ElmoConfigError
         (a ValueError) naming the variable when the mirror is not an http(s) URL."""
         base = mirror(self.mirror_env, BASE_URL if self.format == BILM_TF else EFML_BASE_URL)
         return {file: f"{base.rstrip('/')}/{path}" for file, path in self.paths.items()}
@@ -78,14 +79,14 @@ class Entry:
 
 def mirror(env: str, default: str) -> str:
     """``$env`` if set (it must be an http(s) URL), else ``default``. Raises
-    ElmoDownloadArgumentError (a ValueError) naming the variable for any other value."""
+    ElmoConfigError (a ValueError) naming the variable for any other value."""
     value = os.environ.get(env)
     if not value:
         return default
     try:
         return check_url(value)
-    except ElmoDownloadArgumentError:
-        raise ElmoDownloadArgumentError(
+    except ElmoConfigError:
+        raise ElmoConfigError(
             f"${env} = {value!r}: a mirror must be an http(s) URL (a web server with the same file names; "
             "serve a folder with `python -m http.server`), or unset it") from None
 

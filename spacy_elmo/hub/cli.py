@@ -34,11 +34,11 @@ def download_source(source: List[str], name: Optional[str], fmt: Optional[str], 
                     force: bool, progress: bool, retries: int) -> Tuple[str, str]:
     """The ``download`` arguments -> (model name, cache folder): one catalog name; two URLs and
     ``--name``; or one zip URL, ``--format elmoformanylangs`` and ``--name``. Raises
-    ElmoDownloadArgumentError (a ValueError) for arguments that do not fit together,
+    ElmoConfigError (a ValueError) for arguments that do not fit together,
     ElmoDownloadError as the download does."""
+    from ..errors import ElmoConfigError
     from . import catalog
     from .download import download_model, parse_pins
-    from .fetch import ElmoDownloadArgumentError
 
     entry = catalog.get(source[0]) if len(source) == 1 and name is None else None
     if fmt is not None or (entry is not None and entry.format == catalog.EFML):
@@ -48,8 +48,8 @@ def download_source(source: List[str], name: Optional[str], fmt: Optional[str], 
     elif len(source) == 2 and name:
         model, urls = name, {"options.json": source[0], "weights.hdf5": source[1]}
     else:
-        raise ElmoDownloadArgumentError("give one NAME of the catalog (python -m spacy_elmo models), or "
-                                        "URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
+        raise ElmoConfigError("give one NAME of the catalog (python -m spacy_elmo models), or "
+                              "URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME")
     return model, download_model(model, urls, sha256=parse_pins(sha256), force=force, progress=progress,
                                  retries=retries)
 
@@ -58,19 +58,19 @@ def _efml(source, name: Optional[str], fmt: Optional[str], sha256, force: bool, 
           retries: int) -> Tuple[str, str]:
     """``download efml-de`` or ``download URL --format elmoformanylangs --name NAME`` (``--sha256
     HEX`` pins the zip)."""
+    from ..errors import ElmoConfigError
     from . import catalog
     from .efml_download import download_efml
-    from .fetch import ElmoDownloadArgumentError
 
     if fmt is not None and fmt != catalog.EFML:
-        raise ElmoDownloadArgumentError(f"--format {fmt!r}: expected {catalog.EFML} (the bilm-tf layout needs no "
-                                        "--format: give URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME)")
+        raise ElmoConfigError(f"--format {fmt!r}: expected {catalog.EFML} (the bilm-tf layout needs no "
+                              "--format: give URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME)")
     if len(source) != 1 or (name is None) == source[0].startswith(("http://", "https://")):
-        raise ElmoDownloadArgumentError("give one efml-<lang> NAME of the catalog (python -m spacy_elmo models), or "
-                                        "ZIP_URL --format elmoformanylangs --name NAME")
+        raise ElmoConfigError("give one efml-<lang> NAME of the catalog (python -m spacy_elmo models), or "
+                              "ZIP_URL --format elmoformanylangs --name NAME")
     pins = list(sha256 or [])
     if len(pins) > 1:
-        raise ElmoDownloadArgumentError("--sha256: give one digest (the zip's)")
+        raise ElmoConfigError("--sha256: give one digest (the zip's)")
     model = name or source[0]
     return model, download_efml(model, source[0] if name else None, sha256=pins[0] if pins else None,
                                 force=force, progress=progress, retries=retries)

@@ -16,8 +16,9 @@ import re
 import shutil
 from typing import Dict, Optional
 
+from ..errors import ElmoConfigError, ElmoDownloadError
 from . import cache, catalog, hints
-from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, fetch
+from .fetch import check_url, fetch
 from .resolve import available
 
 logger = logging.getLogger("spacy_elmo")
@@ -26,14 +27,14 @@ _HEX = re.compile(r"[0-9a-f]{64}")  # fullmatch
 
 def parse_pins(values) -> Dict[str, str]:
     """``--sha256`` values -> {file: hex}. ``HEX`` pins weights.hdf5; ``options=HEX`` /
-    ``weights=HEX`` name the file. Raises ElmoDownloadArgumentError (a ValueError) for anything else."""
+    ``weights=HEX`` name the file. Raises ElmoConfigError (a ValueError) for anything else."""
     pins = {}
     for value in values or ():
         key, _, digest = value.rpartition("=")
         file = {"": "weights.hdf5", "weights": "weights.hdf5", "options": "options.json"}.get(key.lower())
         if file is None or not _HEX.fullmatch(digest.lower()):
-            raise ElmoDownloadArgumentError(f"--sha256 {value!r}: expected 64 hex digits, optionally after "
-                                            "'options=' or 'weights='")
+            raise ElmoConfigError(f"--sha256 {value!r}: expected 64 hex digits, optionally after "
+                                  "'options=' or 'weights='")
         pins[file] = digest.lower()
     return pins
 
@@ -44,8 +45,13 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
     """Download a model of the catalog (``urls`` None) or any bilm-tf/AllenNLP model given its two
     URLs under a new ``name``; returns its cache folder. An already complete download is checked
     (sha256) and kept unless ``force``. ``sha256``: pins {file: hex}, see :func:`parse_pins`
-    (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoDownloadArgumentError (a
-    ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download."""
+    (an ELMoForManyLangs entry takes {"source.zip": hex}). Raises ElmoConfigError (a
+    ValueError) for a bad name/URL/mirror/pin, ElmoDownloadError for a failed or bad download.
+
+    The cache entry is locked for the whole download (:func:`.cache.lock_entry`): a second
+    download of the same name (another process) waits for the first, up to
+    ``$SPACY_ELMO_DOWNLOAD_WAIT`` seconds (default an hour; ElmoLockError, a RuntimeError, when
+    that runs out), then finds the model ready and fetches nothing."""
     entry = catalog.get(name)
     if urls is None and entry is not None and entry.format == catalog.EFML:
         from .efml_download import download_efml
@@ -54,17 +60,24 @@ def download_model(name: str, urls: Optional[Dict[str, str]] = None, sha256: Opt
                              retries=retries, backoff=backoff, timeout=timeout)
     urls = _urls(name, urls)
     expected = _expected(name, sha256 or {})
+    with cache.lock_entry(name):  # a second download of the name waits here, then finds the model ready
+        return _download(name, urls, expected, force, bool(sha256),
+                         dict(progress=progress, retries=retries, backoff=backoff, timeout=timeout))
+
+
+def _download(name: str, urls: Dict[str, str], expected: Dict[str, Optional[str]], force: bool, pinned: bool,
+              options: dict) -> str:
+    """The body of :func:`download_model`, under the lock of the cache entry."""
     directory = cache.model_dir(name)
     if cache.state(name) == "downloaded" and not force:
         return _existing(name, directory, urls, expected)
     _prepare(name, directory, urls, force)
     try:
         for file in cache.FILES:
-            fetch(urls[file], _part(directory, file), progress=progress, label=f"{name} {file}",
-                  retries=retries, backoff=backoff, timeout=timeout)
+            fetch(urls[file], _part(directory, file), label=f"{name} {file}", **options)
         digests = _check_digests(directory, urls, expected)
         _validate(name, directory, urls)
-        _install(name, directory, urls, digests, bool(sha256))
+        _install(name, directory, urls, digests, pinned)
     except ElmoDownloadError as err:
         if not err.resumable:  # an HTTP 4xx: the other file's bytes are of no use either
             _drop_parts(directory)
@@ -79,12 +92,12 @@ def _urls(name: str, urls: Optional[Dict[str, str]]) -> Dict[str, str]:
     entry = catalog.get(name)
     if urls is None:
         if entry is None:
-            raise ElmoDownloadArgumentError(f"{catalog.unknown_name(name)}; a model of your own downloads in the form "
-                                            "`download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME`")
+            raise ElmoConfigError(f"{catalog.unknown_name(name)}; a model of your own downloads in the form "
+                                  "`download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME`")
         return entry.urls()
     urls = {file: check_url(urls[file]) for file in cache.FILES}
     if entry is not None or name in available():
-        raise ElmoDownloadArgumentError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
+        raise ElmoConfigError(hints.name_taken(name, [urls["options.json"], urls["weights.hdf5"]],
                                                          available()))
     return urls
 
@@ -101,16 +114,17 @@ def _part(directory: str, file: str) -> str:
 
 def _existing(name: str, directory: str, urls: Dict[str, str], expected: Dict[str, Optional[str]]) -> str:
     """Check a complete download against its recorded digests (and the pins); return it."""
-    from ..bilm import ElmoWeightsError, integrity
+    from ..bilm import integrity
+    from ..errors import ElmoModelFileError
     source = cache.read_source(name) or {}
     if catalog.get(name) is None and source.get("urls") not in (None, urls):
         args = [urls["options.json"], urls["weights.hdf5"]]
-        raise ElmoDownloadArgumentError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
+        raise ElmoConfigError(hints.other_source(name, source["urls"].get("weights.hdf5"), args, available()))
     for file in cache.FILES:
         path = os.path.join(directory, file)
         try:
             integrity.verify(path)
-        except ElmoWeightsError as err:
+        except ElmoModelFileError as err:
             raise ElmoDownloadError(f"{err}; to download it again, {hints.finish(name, force=True)}",
                                     path=path) from None
         if expected[file] and integrity.sha256(path) != expected[file]:

@@ -18,7 +18,7 @@ The zip and the unpacked files are deleted once the model is installed. A failed
 ``source.zip.part`` for the next run; a disk that cannot take the unpacked or converted files
 (full, over quota, read-only) keeps ``source.zip``, which the next run unpacks without fetching it
 again (after checking its recorded sha256); a zip that is corrupt, unsafe or not a convertible
-model is deleted. Errors: :class:`~.fetch.ElmoDownloadError`, ElmoDownloadArgumentError (a
+model is deleted. Errors: :class:`~.fetch.ElmoDownloadError`, ElmoConfigError (a
 ValueError) for a bad name, URL or pin.
 """
 import datetime
@@ -26,10 +26,11 @@ import os
 import shutil
 from typing import Optional
 
+from ..errors import ElmoConfigError, ElmoDownloadError
 from . import cache, catalog, hints
-from .fetch import ElmoDownloadArgumentError, ElmoDownloadError, check_url, disk_reason, fetch
+from .fetch import check_url, disk_reason, fetch
 from .resolve import available
-from .unzip import MAX_BYTES, UnpackDiskError, safe_extract
+from .unzip import MAX_BYTES, safe_extract
 
 ZIP = cache.ZIP
 ZIP_PART = ZIP + ".part"
@@ -53,21 +54,21 @@ def _resolve(name: str, url: Optional[str]) -> str:
     entry = catalog.get(name)
     if url is None:
         if entry is None:
-            raise ElmoDownloadArgumentError(f"{catalog.unknown_name(name)}; a zip of your own downloads in the form "
-                                            "`download ZIP_URL --format elmoformanylangs --name NAME`")
+            raise ElmoConfigError(f"{catalog.unknown_name(name)}; a zip of your own downloads in the form "
+                                  "`download ZIP_URL --format elmoformanylangs --name NAME`")
         if entry.format != catalog.EFML:
-            raise ElmoDownloadArgumentError(f"{name!r} is a {entry.format} model of the catalog, not an "
-                                            f"ELMoForManyLangs zip: run: {hints.command('download', name)}")
+            raise ElmoConfigError(f"{name!r} is a {entry.format} model of the catalog, not an "
+                                  f"ELMoForManyLangs zip: run: {hints.command('download', name)}")
         return entry.urls()[ZIP]
     check_url(url)
     if entry is not None or name in available():
-        raise ElmoDownloadArgumentError(hints.name_taken(name, [url, "--format", catalog.EFML], available()))
+        raise ElmoConfigError(hints.name_taken(name, [url, "--format", catalog.EFML], available()))
     return url
 
 
 def _check_pin(sha256: Optional[str]) -> Optional[str]:
     if sha256 is not None and (len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256.lower())):
-        raise ElmoDownloadArgumentError(f"--sha256 {sha256!r}: expected 64 hex digits (the zip's)")
+        raise ElmoConfigError(f"--sha256 {sha256!r}: expected 64 hex digits (the zip's)")
     return None if sha256 is None else sha256.lower()
 
 
@@ -77,17 +78,24 @@ def download_efml(name: str, url: Optional[str] = None, sha256: Optional[str] = 
     """Download, unpack, convert and install an ELMoForManyLangs model as ``name``; returns its
     cache folder. ``url``: the zip (default: the catalog's for ``name``); ``sha256``: the zip's
     expected digest (hex). A complete model already there is kept unless ``force``.
-    Raises ElmoDownloadArgumentError (a ValueError: bad name, URL, mirror or pin), ElmoDownloadError
-    (transfer, digest, unsafe or corrupt zip, not a convertible model, a disk that cannot take it)."""
+    Raises ElmoConfigError (a ValueError: bad name, URL, mirror or pin), ElmoDownloadError
+    (transfer, digest, unsafe or corrupt zip, not a convertible model, a disk that cannot take it).
+    The cache entry is locked for the whole download, as by :func:`.download.download_model`."""
     url = _resolve(name, url)
     pin = _check_pin(sha256)
+    with cache.lock_entry(name):  # a second download of the name waits here, then finds the model ready
+        return _download(name, url, pin, force, max_bytes,
+                         dict(progress=progress, retries=retries, backoff=backoff, timeout=timeout))
+
+
+def _download(name: str, url: str, pin: Optional[str], force: bool, max_bytes: int, options: dict) -> str:
+    """The body of :func:`download_efml`, under the lock of the cache entry."""
     directory = cache.model_dir(name)
     if cache.state(name) == "downloaded" and not force:
         return _existing(name, directory, url)
     _prepare(name, directory, url, force)
     try:
-        zip_path, digest = _fetch_zip(name, directory, url, pin, dict(progress=progress, retries=retries,
-                                                                      backoff=backoff, timeout=timeout))
+        zip_path, digest = _fetch_zip(name, directory, url, pin, options)
         _unpack_and_convert(name, directory, zip_path, url, max_bytes)
         _install(name, directory, url, digest, os.path.getsize(zip_path), pin is not None)
         os.remove(zip_path)
@@ -102,15 +110,16 @@ def download_efml(name: str, url: Optional[str] = None, sha256: Optional[str] = 
 def _existing(name: str, directory: str, url: str) -> str:
     """A complete download, checked against its digests. A name downloaded from another zip URL
     is refused (a catalog name is kept whatever mirror it came from)."""
-    from ..bilm import ElmoWeightsError, integrity
+    from ..bilm import integrity
+    from ..errors import ElmoModelFileError
     source = cache.read_source(name) or {}
     if catalog.get(name) is None and source.get("url") != url:
         origin = source.get("url") or source.get("urls")
-        raise ElmoDownloadArgumentError(hints.other_source(name, origin, [url, "--format", catalog.EFML], available()))
+        raise ElmoConfigError(hints.other_source(name, origin, [url, "--format", catalog.EFML], available()))
     try:
         for file in cache.FILES:
             integrity.verify(os.path.join(directory, file))
-    except ElmoWeightsError as err:
+    except ElmoModelFileError as err:
         raise ElmoDownloadError(f"{err}; to download it again, {hints.finish(name, force=True)}") from None
     return directory
 
@@ -158,15 +167,16 @@ def _fetch_zip(name: str, directory: str, url: str, pin: Optional[str], options:
 
 
 def _unpack_and_convert(name: str, directory: str, zip_path: str, url: str, max_bytes: int) -> None:
-    from ..convert import ElmoConvertError, convert
+    from ..convert import convert
+    from ..errors import ElmoModelFileError
 
     unpacked, converted = os.path.join(directory, UNPACKED), os.path.join(directory, CONVERTED)
     try:
         safe_extract(zip_path, unpacked, max_bytes=max_bytes)
         convert(model_folder(unpacked), converted, force=True)
-    except UnpackDiskError as err:
-        raise _kept_zip(name, zip_path, str(err)) from None
-    except (ElmoDownloadError, ElmoConvertError) as err:
+    except (ElmoDownloadError, ElmoModelFileError) as err:
+        if isinstance(err, ElmoDownloadError) and err.resumable:  # the disk could not take the unpacked files
+            raise _kept_zip(name, zip_path, str(err)) from None
         os.remove(zip_path)
         raise ElmoDownloadError(f"{url}: {err}; nothing was kept", url=url) from None
     except OSError as err:  # writing the converted model: the zip is fine

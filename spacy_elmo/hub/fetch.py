@@ -16,32 +16,10 @@ from urllib.parse import urlparse
 
 from tqdm import tqdm
 
-from ..bilm.errors import ElmoError
+from ..errors import ElmoConfigError, ElmoDownloadError
 
 BLOCK = 1 << 20  # bytes read per call
 USER_AGENT = "spacy-elmo (python urllib)"
-
-
-class ElmoDownloadError(ElmoError, RuntimeError):
-    """A model could not be downloaded or is not what was expected: HTTP error, unreachable host,
-    connection lost after the retries, sha256 mismatch, files that do not load. The message names
-    the URL or file and says what was kept. Attributes: ``url``, ``path`` (either may be None),
-    ``resumable`` (True when the bytes received were kept for the next try)."""
-
-    def __init__(self, message: str, url: Optional[str] = None, path: Optional[str] = None,
-                 resumable: bool = False):
-        super().__init__(message)
-        self.url = url
-        self.path = path
-        self.resumable = resumable
-
-
-class ElmoDownloadArgumentError(ElmoError, ValueError):
-    """A download cannot start: a model name that is not in the catalog or not valid, a URL (or
-    mirror) that is not http(s), a ``--sha256`` pin that is not 64 hex digits, a ``--name``
-    taken by another model or source, command-line arguments that do not fit together. Nothing is
-    fetched. The message names the argument and what is expected, with the command to run where
-    there is one. Subclasses :class:`ValueError`."""
 
 
 class _Retry(Exception):
@@ -49,11 +27,11 @@ class _Retry(Exception):
 
 
 def check_url(url: str) -> str:
-    """Return ``url`` if it is an http(s) URL with a host; raise ElmoDownloadArgumentError (a
+    """Return ``url`` if it is an http(s) URL with a host; raise ElmoConfigError (a
     ValueError) otherwise."""
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ElmoDownloadArgumentError(f"not an http(s) URL: {url!r}")
+        raise ElmoConfigError(f"not an http(s) URL: {url!r}")
     return url
 
 
@@ -65,7 +43,7 @@ def fetch(url: str, part: str, *, progress: bool = True, label: Optional[str] = 
     seconds, each time resuming where it stopped. Returns the file size in bytes. ``part`` is
     only created once the server answers. Raises ElmoDownloadError (at once for HTTP 4xx and an
     unresolvable host name, after the retries otherwise);
-    what was received stays in ``part`` for the next call. Raises ElmoDownloadArgumentError (a
+    what was received stays in ``part`` for the next call. Raises ElmoConfigError (a
     ValueError) for a URL that is not http(s) (urllib would also open ``file:`` and ``ftp:``)."""
     check_url(url)
     for attempt in range(retries + 1):

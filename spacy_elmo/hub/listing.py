@@ -29,12 +29,13 @@ def _mb(n: int) -> str:
 
 def _verified(directory: str) -> Optional[str]:
     """None if every recorded digest matches, else the error."""
-    from ..bilm import ElmoWeightsError, integrity
+    from ..bilm import integrity
+    from ..errors import ElmoModelFileError
 
     try:
         for file in cache.FILES:
             integrity.verify(os.path.join(directory, file))
-    except ElmoWeightsError as err:
+    except ElmoModelFileError as err:
         return str(err)
     return None
 
@@ -83,7 +84,7 @@ def rows(verify: bool = False) -> List[Dict[str, object]]:
     language_name (catalog), size, licence, trained_on (catalog), urls, sha256, shape, status
     (ready / ready (packaged) / partial / not downloaded / CHANGED / CORRUPT), command (what to run, "" when
     nothing is needed), path. ``verify`` re-hashes every present file against its sha256.json
-    (slow for big ones). Raises ElmoDownloadArgumentError (a ValueError) for a mirror variable
+    (slow for big ones). Raises ElmoConfigError (a ValueError) for a mirror variable
     that is not an http(s) URL."""
     from ..package_data import MODELS_DIR
     from .resolve import available

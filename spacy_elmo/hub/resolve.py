@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
+from ..errors import ElmoConfigError
 from ..package_data import DEFAULT_MODEL, MODELS_DIR
 from . import cache, catalog, hints
 
@@ -95,14 +96,14 @@ def load_bilm(name_or_path: Optional[PathLike] = None, options_path: Optional[Pa
     ``stateful`` / ``precision``: as for ``BiLM.from_files``.
 
     Raises FileNotFoundError for a name that does not resolve (with the command to run, see
-    :func:`find`); ElmoInputError (a ValueError) when only one of the two paths is given;
-    ElmoWeightsError (a ValueError) naming the file for a missing or malformed model file or one
+    :func:`find`); ElmoConfigError (a ValueError) when only one of the two paths is given;
+    ElmoModelFileError (a ValueError) naming the file for a missing or malformed model file or one
     that fails its sha256."""
-    from ..bilm import BiLM, ElmoInputError
+    from ..bilm import BiLM
 
     if bool(options_path) != bool(weights_path):
         given = "options_path" if options_path else "weights_path"
-        raise ElmoInputError(f"{given} is given without {'weights_path' if options_path else 'options_path'}: give "
-                             "both files of one model (options.json and weights.hdf5), or neither")
+        raise ElmoConfigError(f"{given} is given without {'weights_path' if options_path else 'options_path'}: give "
+                              "both files of one model (options.json and weights.hdf5), or neither")
     files = (options_path, weights_path) if options_path else model_files(name_or_path)
     return BiLM.from_files(files[0], files[1], stateful=stateful, precision=precision)

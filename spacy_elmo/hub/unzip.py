@@ -4,7 +4,8 @@ A member whose path is absolute, climbs out (``..``), is a symbolic link, or wou
 past ``max_bytes`` (or the archive past ``max_members`` entries) stops everything with a one-line
 error and nothing is kept; bytes are counted as they are written, whatever the zip's headers
 claim. A disk that cannot take the bytes (full, over quota, read-only) is told apart from a bad
-archive: :class:`UnpackDiskError`, so that the caller keeps the zip for the next run.
+archive: an :class:`~spacy_elmo.errors.ElmoDownloadError` with ``resumable`` True, so that the caller
+keeps the zip for the next run.
 """
 import os
 import shutil
@@ -13,16 +14,12 @@ import zipfile
 import zlib
 from pathlib import PurePosixPath
 
-from .fetch import ElmoDownloadError, disk_reason
+from ..errors import ElmoDownloadError
+from .fetch import disk_reason
 
 MAX_BYTES = 8 << 30  # unpacked bytes of one archive (the published ELMoForManyLangs models are ~0.2-0.4 GB)
 MAX_MEMBERS = 10_000
 BLOCK = 1 << 20
-
-
-class UnpackDiskError(ElmoDownloadError):
-    """The unpacked files could not be written (disk full, quota, read-only, permission): the
-    archive itself may be good. ``resumable`` is True."""
 
 
 def _member_path(dest: str, info: zipfile.ZipInfo) -> str:
@@ -49,16 +46,16 @@ def _member_path(dest: str, info: zipfile.ZipInfo) -> str:
 
 def safe_extract(zip_path: str, dest: str, max_bytes: int = MAX_BYTES, max_members: int = MAX_MEMBERS) -> int:
     """Unpack ``zip_path`` into ``dest`` (created) as the module docstring says; returns the bytes
-    written. Nothing is left in ``dest`` after an error. Raises UnpackDiskError (an
-    ElmoDownloadError) when ``dest`` cannot be written, ElmoDownloadError for an unsafe member,
-    too many members or bytes, an encrypted or corrupt archive."""
+    written. Nothing is left in ``dest`` after an error. Raises ElmoDownloadError: with
+    ``resumable`` True when ``dest`` cannot be written, else for an unsafe member, too many
+    members or bytes, an encrypted or corrupt archive."""
     try:
         os.makedirs(dest, exist_ok=True)
         return _extract(zip_path, dest, max_bytes, max_members)
     except _WriteFailed as failed:
         shutil.rmtree(dest, ignore_errors=True)
-        raise UnpackDiskError(f"{dest}: cannot write the unpacked files ({disk_reason(failed.err)})", path=dest,
-                              resumable=True) from None
+        raise ElmoDownloadError(f"{dest}: cannot write the unpacked files ({disk_reason(failed.err)})", path=dest,
+                                resumable=True) from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, RuntimeError, NotImplementedError, EOFError,
             OSError) as err:
         shutil.rmtree(dest, ignore_errors=True)

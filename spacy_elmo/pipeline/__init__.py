@@ -18,17 +18,14 @@ Downstream components use ``spacy_elmo.ElmoListener.v1`` as their ``tok2vec`` (o
 import spacy  # noqa: F401,E402  isort: skip
 
 from . import architectures, component  # noqa: F401  (registers the factory and the architectures)
-from .alignment import ElmoAlignmentError
 from .component import ElmoComponent
 from .data_classes import ElmoData
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
-from .loading import ElmoConfigError
 from .mixes import Mix, format_mixes, learned_mixes
 from .vector_hooks import restore_vector_hooks, set_vector_hooks, with_vector_hooks
 
 # The public API. The registered functions (``make_elmo``, ``elmo_v1``, ``elmo_bilm_v1``, ...)
 # stay in :mod:`.component` and :mod:`.architectures`: configs reach them by their registered names.
-__all__ = ["ElmoAlignmentError", "ElmoComponent", "ElmoConfigError", "ElmoData",
-           "ElmoListener", "Mix", "ScalarMix", "format_mixes", "learned_mixes", "restore_vector_hooks",
-           "set_vector_hooks", "with_vector_hooks"]
+__all__ = ["ElmoComponent", "ElmoData", "ElmoListener", "Mix", "ScalarMix", "format_mixes", "learned_mixes",
+           "restore_vector_hooks", "set_vector_hooks", "with_vector_hooks"]

@@ -12,7 +12,7 @@ text, and the getters (:mod:`.extensions`) map the rows onto the current tokens 
 - each token inside one old token (a split) gets that old token's row;
 - a whitespace token that covers no old token gets zeros.
 
-Anything else raises :class:`ElmoAlignmentError` (a ValueError): a token that crosses the
+Anything else raises :class:`ElmoDataError` (a ValueError): a token that crosses the
 boundary of an old token, a text other than the one the vectors were computed for, or a value
 without offsets (stored by an older spacy-elmo, or built by hand) whose row count differs from
 the Doc's token count; such a value is taken to belong to the tokens the Doc has when first read.
@@ -25,12 +25,8 @@ import numpy
 from spacy.attrs import IDX, LENGTH
 from thinc.api import get_array_module
 
-from ..bilm.errors import ElmoError
+from ..errors import ElmoDataError
 from .data_classes import ElmoData
-
-
-class ElmoAlignmentError(ElmoError, ValueError):
-    """``doc._.elmo`` cannot be matched to the Doc's current tokens."""
 
 
 def token_offsets(doc_or_span) -> numpy.ndarray:
@@ -49,16 +45,16 @@ def bind(data: ElmoData, doc, *, check_text: bool = False) -> ElmoData:
     """``data`` with the Doc's token offsets and text checksum filled in where missing (a fresh
     value, or one stored without them), else ``data`` itself. ``check_text``: also raise if
     ``data`` was computed for another text (the ``doc._.elmo`` setter). Raises
-    ElmoAlignmentError if the offsets are missing and the row count is not the Doc's token count,
+    ElmoDataError if the offsets are missing and the row count is not the Doc's token count,
     or if the offsets and the rows disagree in number."""
     if data.offsets is None:
         if len(data) != len(doc):
-            raise ElmoAlignmentError(
+            raise ElmoDataError(
                 f"doc._.elmo has {len(data)} rows for a Doc of {len(doc)} tokens and no token offsets "
                 f"to realign them by")
         data = replace(data, offsets=token_offsets(doc))
     elif len(data.offsets) != len(data):
-        raise ElmoAlignmentError(f"doc._.elmo has {len(data)} rows but offsets for {len(data.offsets)} tokens")
+        raise ElmoDataError(f"doc._.elmo has {len(data)} rows but offsets for {len(data.offsets)} tokens")
     if data.text_hash is None:
         data = replace(data, text_hash=text_hash(doc.text))
     elif check_text and data.text_hash != text_hash(doc.text):
@@ -74,16 +70,16 @@ def rows_match(data: ElmoData, start: int, offsets: numpy.ndarray) -> bool:
 
 def aligned(data: ElmoData, doc) -> ElmoData:
     """``data`` (bound, see :func:`bind`) if its offsets are the Doc's, else a realigned copy
-    (module rules). Raises ElmoAlignmentError where realignment is impossible."""
+    (module rules). Raises ElmoDataError where realignment is impossible."""
     new = token_offsets(doc)
     if rows_match(data, 0, new):
         return data
     return _realign(data, doc.text, new)
 
 
-def _text_error() -> ElmoAlignmentError:
-    return ElmoAlignmentError("doc._.elmo was computed for a different text than this Doc's (set from another "
-                              "Doc?): cannot realign its vectors to the tokens")
+def _text_error() -> ElmoDataError:
+    return ElmoDataError("doc._.elmo was computed for a different text than this Doc's (set from another "
+                         "Doc?): cannot realign its vectors to the tokens")
 
 
 def _realign(data: ElmoData, text: str, new: numpy.ndarray) -> ElmoData:
@@ -111,7 +107,7 @@ def _realign(data: ElmoData, text: str, new: numpy.ndarray) -> ElmoData:
     if bad.any():
         j = int(numpy.flatnonzero(bad)[0])
         parts = ", ".join(f"{text[a:b]!r}" for a, b in old[lo[j]:max(hi[j], lo[j])]) or "none"
-        raise ElmoAlignmentError(
+        raise ElmoDataError(
             f"doc._.elmo cannot be realigned to the Doc's tokens: token {j} {text[s[j]:e[j]]!r} (chars "
             f"{s[j]}-{e[j]}) crosses the boundaries of the tokens the vectors were computed for "
             f"(overlapping: {parts})")

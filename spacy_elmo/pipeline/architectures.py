@@ -17,20 +17,22 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Maxout, Model, chain, concatenate, with_array
 from thinc.types import Floats2d, Floats3d
 
-from ..package_data import DEFAULT_MODEL
-from .bilm_config import build_bilm, check_bilm
+from ..errors import ElmoConfigError
+from .bilm_config import DEFAULTS as BILM, build_bilm, check_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
 from .layers.scalar_mix import ScalarMix
-from .loading import ElmoConfigError, check_number
+from .loading import check_number
 
 
 @registry.architectures("spacy_elmo.ElmoBiLM.v1")
-def elmo_bilm_v1(name: Optional[str] = DEFAULT_MODEL, options_path: Optional[str] = None,
-                 weights_path: Optional[str] = None, window_tokens: int = 128, batch_size: int = 64,
-                 cache_mb: float = 2048, cache_dtype: str = "float32", threads: Union[int, str] = "auto",
-                 precision: str = "float32") -> Model[List[Doc], List[Floats3d]]:
-    """The biLM: Docs -> one float32 array (num_layers + 1, len(doc), dim) per Doc.
+def elmo_bilm_v1(name: Optional[str] = BILM.name, options_path: Optional[str] = BILM.options_path,
+                 weights_path: Optional[str] = BILM.weights_path, window_tokens: int = BILM.window_tokens,
+                 batch_size: int = BILM.batch_size, cache_mb: float = BILM.cache_mb,
+                 cache_dtype: str = BILM.cache_dtype, threads: Union[int, str] = BILM.threads,
+                 precision: str = BILM.precision) -> Model[List[Doc], List[Floats3d]]:
+    """The biLM: Docs -> one float32 array (num_layers + 1, len(doc), dim) per Doc. The defaults
+    are :class:`.bilm_config.BiLMSettings`'s.
 
     name: packaged model name (``spacy_elmo.DEFAULT_MODEL``), downloaded model name
         (``python -m spacy_elmo download elmo-original``) or a directory with options.json +

@@ -40,7 +40,7 @@ import sys
 from typing import Hashable, Optional
 
 from ..bilm.finite import is_finite_number
-from .loading import ElmoConfigError
+from ..errors import ElmoConfigError
 
 DTYPES = ("float16", "float32")
 # Bytes per entry besides the array data and the key: dict slot, array object, allocator (600-1,000
@@ -55,11 +55,12 @@ def _key_bytes(key) -> int:
 
 class LayersCache:
     """Map ``tuple of token strings -> array (nL, n_tokens, dim)``, as described above.
-    ``capacity_mb = 0`` disables it.
+    ``capacity_mb = 0`` disables it (the component's default capacity and dtype are
+    :class:`~.bilm_config.BiLMSettings`'s ``cache_mb`` and ``cache_dtype``).
     Raises ValueError naming the config key for a capacity that is not a finite number >= 0 or
     an unknown dtype."""
 
-    def __init__(self, capacity_mb: float = 0.0, dtype: str = "float32"):
+    def __init__(self, capacity_mb: float, dtype: str):
         if not is_finite_number(capacity_mb) or capacity_mb < 0:
             raise ElmoConfigError(f"cache_mb must be a finite number >= 0 (MB), got {capacity_mb!r}", "cache_mb", None)
         if dtype not in DTYPES:

@@ -24,20 +24,20 @@ from spacy.util import minibatch
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
+from ..errors import ElmoConfigError
 from ..layer_spec import parse as parse_layers
-from .bilm_config import DEFAULTS, check_bilm, section_of, settings_of
+from .bilm_config import check_bilm, section_of, settings_of
 from .data_classes import ElmoData
 from .extensions import install_extensions
 from .layers.bilm_layer import get_bilm
 from .layers.doc_layers import bilm_of
 from .layers.listener import ElmoListener
-from .loading import ElmoConfigError
 from .replace import replace_listener, replace_listener_cfg
 from .vector_hooks import check_layer, check_view, set_vector_hooks
 
 DTYPES = ("float32", "float16")
 WARM_DOCS = 1000  # Docs per biLM call when warming the layer cache (spaCy's default nlp.pipe batch)
-DEFAULT_CONFIG = {"model": section_of(DEFAULTS), "store": "all", "dtype": "float32", "vectors": None}
+DEFAULT_CONFIG = {"model": section_of({}), "store": "all", "dtype": "float32", "vectors": None}
 
 
 @Language.factory("elmo", assigns=["doc._.elmo"], default_config=DEFAULT_CONFIG)

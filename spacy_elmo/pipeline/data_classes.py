@@ -14,7 +14,7 @@ import srsly
 from thinc.api import get_array_module
 from thinc.util import to_numpy
 
-from ..bilm.errors import ElmoInputError, ElmoInputTypeError
+from ..errors import ElmoConfigError, ElmoTypeError
 
 _MARK = "__spacy_elmo_data__"
 
@@ -61,7 +61,7 @@ class ElmoData:
         else:
             w = xp.asarray(weights, dtype="float32")
             if w.shape != (K,):
-                raise ElmoInputError(f"mix() needs {K} weights (one per stored layer), got {w.shape[0]}")
+                raise ElmoConfigError(f"mix() needs {K} weights (one per stored layer), got {w.shape[0]}")
             s = xp.exp(w - w.max())
             s /= s.sum()
         return gamma * xp.tensordot(s, self.layers.astype("float32"), axes=1)
@@ -98,4 +98,4 @@ def as_elmo_data(value) -> Optional[ElmoData]:
         msg = value.get(_MARK, value)
         if "layers" in msg:
             return ElmoData.from_dict(msg)
-    raise ElmoInputTypeError(f"doc._.elmo must be ElmoData or None, got {type(value).__name__}")
+    raise ElmoTypeError(f"doc._.elmo must be ElmoData or None, got {type(value).__name__}")

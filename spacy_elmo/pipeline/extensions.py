@@ -11,7 +11,7 @@ K = num_layers + 1 for ``store="all"``, 1 for a single-vector store (``"average"
 The rows always belong to the Doc's current tokens: if tokens were merged or split after the
 ``elmo`` component ran, the getters realign the stored rows first (a merged token gets the mean
 of its parts, each piece of a split token the vector of the token it came from) and keep the
-result; where that is impossible they raise :class:`~.alignment.ElmoAlignmentError`. See
+result; where that is impossible they raise :class:`~.alignment.ElmoDataError`. See
 :mod:`.alignment`. The setter records the Doc's token offsets with the value.
 """
 import numpy

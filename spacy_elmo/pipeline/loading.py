@@ -2,28 +2,8 @@
 import os
 from typing import Optional, Tuple
 
-from ..bilm.errors import ElmoError
 from ..bilm.finite import is_finite_number
-
-
-class ElmoConfigError(ElmoError, ValueError):
-    """The biLM named in a config cannot be loaded, or a pipeline setting cannot be used. The
-    message names the config section and key (``name`` of an ``ElmoBiLM.v1`` section, ``model``
-    in the old flat keys, ``options_path`` or ``weights_path``), the path and the reason.
-    Also raised, with path None and ``key`` the setting, for a value out of range or of the wrong
-    kind (``batch_size``, ``window_tokens``, ``cache_mb``, ``cache_dtype``, ``dtype``, ``store``,
-    ``vectors``, ``grad_factor``, ``dropout``, ``width``, ``initial_weights``, ``gamma``,
-    ``model``; a NaN or infinite number for any of them), for a listener whose
-    ``elmo`` component stores fewer layers, is frozen or not initialized (``store``,
-    ``frozen_components``, ``elmo``, ``listener``), for a ``tok2vec`` without an ElmoListener
-    (``tok2vec``), and, with key ``"factory"``, for a second ``elmo`` component in one pipeline
-    (both would write ``doc._.elmo``). Subclasses :class:`ValueError`.
-    Attributes: ``key``, ``path``."""
-
-    def __init__(self, message: str, key: str, path: Optional[str]):
-        super().__init__(message)
-        self.key = key
-        self.path = path
+from ..errors import ElmoConfigError
 
 
 def check_number(value, key: str, where: str = "", below: Optional[float] = None) -> float:
@@ -83,14 +63,14 @@ def load_config_bilm(name: Optional[str], options_path: Optional[str], weights_p
     """:func:`spacy_elmo.hub.load_bilm` of the files :func:`resolve_files` finds (a
     :class:`~spacy_elmo.bilm.BiLM`, frozen, eval mode, on CPU), with errors that name the config
     key: ElmoConfigError (a ValueError) naming the key and path for a missing, unreadable or
-    malformed file (wrapping the biLM's ElmoWeightsError)."""
-    from ..bilm import ElmoWeightsError
+    malformed file (wrapping the biLM's ElmoModelFileError)."""
+    from ..errors import ElmoModelFileError
     from ..hub import load_bilm
 
     (okey, opath), (wkey, wpath) = resolve_files(name, options_path, weights_path, where, name_key)
     try:
         return load_bilm(options_path=opath, weights_path=wpath)
-    except (ElmoWeightsError, OSError) as err:
+    except (ElmoModelFileError, OSError) as err:
         bad = getattr(err, "path", None)
         key, path = (okey, opath) if bad and os.path.abspath(bad) == os.path.abspath(opath) else (wkey, wpath)
         raise ElmoConfigError(f"{where} {key} = {path!r}: cannot load the ELMo biLM: {err}", key, path) from err

@@ -13,8 +13,8 @@ from typing import Any, Dict, Optional
 
 from thinc.api import Model
 
+from ..errors import ElmoConfigError
 from .bilm_config import ARCHITECTURE, section_of
-from .loading import ElmoConfigError
 
 LISTENER = "spacy_elmo.ElmoListener.v1"
 READOUT_KEYS = ("grad_factor", "mix", "initial_weights", "trainable", "layer_norm", "dropout", "width")

@@ -17,7 +17,7 @@ import numpy
 from spacy.attrs import IS_SPACE
 from spacy.tokens import Doc
 
-from .loading import ElmoConfigError
+from ..errors import ElmoConfigError
 
 
 def doc_segments(doc: Doc, window_tokens: int) -> List[numpy.ndarray]:

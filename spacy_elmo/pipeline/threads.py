@@ -61,7 +61,7 @@ def check_device(device: torch.device) -> None:
     """Raise ElmoConfigError in a forked child (``nlp.pipe(n_process=k)``, k > 1) when the biLM is
     on a CUDA device, which a forked process cannot use; do nothing otherwise."""
     if _FORKED and torch.device(device).type == "cuda":
-        from .loading import ElmoConfigError
+        from ..errors import ElmoConfigError
 
         raise ElmoConfigError(f"the elmo component's biLM is on {device}: nlp.pipe(n_process=k) forks worker "
                               "processes, which cannot use CUDA; on a GPU use n_process=1 (the biLM batches on "

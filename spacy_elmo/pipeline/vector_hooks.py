@@ -26,7 +26,7 @@ computes the norm from the (hooked) ``Span.vector``.
 
 Only comparable vectors are compared. The setting also records the biLM that made the Doc
 (its name and :func:`spacy_elmo.bilm.integrity.parameters_digest`), and ``similarity`` raises
-:class:`VectorsNotComparableError`, naming both models and views, when the other object's Doc
+:class:`ElmoDataError`, naming both models and views, when the other object's Doc
 was made by another biLM (another digest) or holds another view; or when the other object
 has no contextual vectors (a Lexeme, a Doc without the hooks), unless its vocabulary's table
 was distilled from the same biLM and view (``static-vectors``, :mod:`spacy_elmo.static.writer`):
@@ -44,18 +44,11 @@ from spacy.attrs import IS_SPACE
 from spacy.errors import Warnings
 from thinc.api import get_array_module
 
-from ..bilm.errors import ElmoInputError
+from ..errors import ElmoConfigError, ElmoDataError
 from ..layer_spec import parse
-from .loading import ElmoConfigError
 
 SETTING_KEY = ("spacy_elmo", "vectors", None, None)
 _spec = lru_cache(maxsize=64)(partial(parse, where="vectors ="))
-
-
-class VectorsNotComparableError(ElmoInputError):
-    """``similarity`` between vectors of different biLMs or views, or between a contextual vector
-    and a static one that was not distilled from the same biLM and view. The message names both
-    sides' model and view. Subclasses :class:`ValueError`."""
 
 
 def check_view(view: Optional[str], store: str, where: str = "spacy_elmo") -> Optional[str]:
@@ -189,13 +182,13 @@ def doc_vector_norm(doc) -> float:
 def similarity(obj, other) -> float:
     """Cosine of ``obj.vector`` and ``other.vector`` (Token, Span, Doc or Lexeme). 0.0, with
     spaCy's warning W008, when either has no vector (as spaCy does). Raises
-    VectorsNotComparableError (a ValueError) when the two are not comparable (see the module
-    docstring), ElmoInputError (a ValueError) when their widths differ."""
+    ElmoDataError (a ValueError) when the two are not comparable (see the module
+    docstring) or their widths differ."""
     check_comparable(obj, other)
     a, b = obj.vector, other.vector
     if a.shape != b.shape:
-        raise ElmoInputError(f"cannot compare a {a.shape[-1]}-dim contextual vector with a {b.shape[-1]}-dim "
-                             f"vector of {type(other).__name__} {other.text!r}")
+        raise ElmoDataError(f"cannot compare a {a.shape[-1]}-dim contextual vector with a {b.shape[-1]}-dim "
+                            f"vector of {type(other).__name__} {other.text!r}")
     na, nb = _norm(a), _norm(b)
     if na == 0 or nb == 0:
         warnings.warn(Warnings.W008.format(obj=type(obj).__name__))
@@ -220,7 +213,7 @@ def _short(text: str, n: int = 40) -> str:
 
 
 def check_comparable(obj, other) -> None:
-    """Raise VectorsNotComparableError unless ``other``'s vector is comparable with ``obj``'s
+    """Raise ElmoDataError unless ``other``'s vector is comparable with ``obj``'s
     contextual one (see the module docstring)."""
     mine = _setting(_doc_of(obj))
     doc = _doc_of(other)
@@ -232,8 +225,8 @@ def check_comparable(obj, other) -> None:
         b = (theirs.get("model") or {}).get("digest")
         if theirs["view"] == mine["view"] and (a is None or b is None or a == b):
             return
-        raise VectorsNotComparableError(f"cannot compare vectors of different biLMs or views: {_describe(obj, mine)} "
-                                        f"against {_describe(other, theirs)}")
+        raise ElmoDataError(f"cannot compare vectors of different biLMs or views: {_describe(obj, mine)} "
+                            f"against {_describe(other, theirs)}")
     from .static_tables import parse_table_name
 
     name = getattr(getattr(getattr(other, "vocab", None), "vectors", None), "name", None)
@@ -243,9 +236,9 @@ def check_comparable(obj, other) -> None:
     source = (f"a table distilled from the biLM of digest {table[0]}, view {table[1]!r}" if table else
               f"the vocabulary's table {name!r}" if name else "the vocabulary's vectors")
     theirs_text = f"{type(other).__name__} {_short(other.text)!r}"
-    raise VectorsNotComparableError(f"cannot compare a contextual vector with a static one: {_describe(obj, mine)} "
-                                    f"against {theirs_text}, whose vector comes from {source}, not from the same "
-                                    "biLM and view")
+    raise ElmoDataError(f"cannot compare a contextual vector with a static one: {_describe(obj, mine)} "
+                        f"against {theirs_text}, whose vector comes from {source}, not from the same "
+                        "biLM and view")
 
 
 def _norm(v) -> float:

@@ -6,14 +6,8 @@ from typing import List, Optional
 
 import torch
 
-from ..bilm.errors import ElmoError
+from ..errors import ElmoModelFileError
 from .lm import LanguageModel
-
-
-class CheckpointError(ElmoError, ValueError):
-    """A checkpoint file cannot be resumed from: not a file of ``torch.save``, corrupt, holding
-    objects other than tensors and plain types, or without the keys a pretraining checkpoint
-    has. The message names the file. Subclasses :class:`ValueError`."""
 
 CHECKPOINT = "checkpoint.pt"
 # The state at the last full-rate step of a warmup-stable-decay schedule: --resume --from-stable
@@ -58,7 +52,7 @@ def load(path: Path, lm: LanguageModel, optimizer, scheduler, restore_rng: bool 
 
 def read(path: Path) -> dict:
     """The checkpoint at ``path`` as a dict of tensors and plain types (``weights_only=True``).
-    Raises CheckpointError (a ValueError) in one line for a file holding other objects, a corrupt file, or one
+    Raises ElmoModelFileError (a ValueError) in one line for a file holding other objects, a corrupt file, or one
     without the keys :func:`save` writes."""
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
@@ -66,15 +60,15 @@ def read(path: Path) -> dict:
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         glob = next((line for line in lines if "GLOBAL" in line), None)
         if glob:
-            raise CheckpointError(f"refusing checkpoint {path}: it holds objects other than tensors and plain "
-                                  f"types ({glob})") from None
+            raise ElmoModelFileError(f"refusing checkpoint {path}: it holds objects other than tensors and plain "
+                                     f"types ({glob})") from None
         detail = next((line for line in lines if "Unsupported" in line), lines[-1] if lines else "")
-        raise CheckpointError(f"cannot read checkpoint {path}: not a file of torch.save ({detail})") from None
+        raise ElmoModelFileError(f"cannot read checkpoint {path}: not a file of torch.save ({detail})") from None
     except (RuntimeError, EOFError, OSError, AttributeError) as err:
-        raise CheckpointError(f"cannot read checkpoint {path}: {str(err).strip().splitlines()[0]}") from None
+        raise ElmoModelFileError(f"cannot read checkpoint {path}: {str(err).strip().splitlines()[0]}") from None
     missing = [k for k in _KEYS if not isinstance(ckpt, dict) or k not in ckpt]
     if missing:
-        raise CheckpointError(f"{path} is not a pretraining checkpoint (missing {', '.join(missing)})")
+        raise ElmoModelFileError(f"{path} is not a pretraining checkpoint (missing {', '.join(missing)})")
     return ckpt
 
 

@@ -1,6 +1,7 @@
 """``python -m spacy_elmo init-config | pretrain | perplexity``: the commands' bodies (the typer
 app is assembled in :mod:`spacy_elmo.__main__`)."""
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -48,10 +49,25 @@ def pretrain_cli(
                    err=True)
         raise typer.Exit(2)
     try:
-        pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
-                 progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:], from_stable=from_stable)
+        with run_lock(output_dir):
+            pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,
+                     progress=not quiet, command=["python", "-m", "spacy_elmo"] + sys.argv[1:], from_stable=from_stable)
     except KeyboardInterrupt:
         raise typer.Exit(130)
+
+
+def run_lock(output_dir: Path):
+    """The exclusive lock of a run, ``OUTPUT_DIR/.lock`` (:mod:`spacy_elmo.locks`; OUTPUT_DIR is
+    created for it, and removed again if the run leaves it empty). Under torchrun only rank 0
+    takes it: the other ranks write nothing. Raises ElmoLockError while another run holds it."""
+    from contextlib import nullcontext
+
+    from ..locks import hold
+
+    if os.environ.get("RANK", "0") != "0":
+        return nullcontext()
+    return hold(output_dir / ".lock", f"OUTPUT_DIR {str(output_dir)!r}", "wait for that run to finish (or stop it), "
+                "or choose another output directory", make_folder=True)
 
 
 def perplexity_cli(

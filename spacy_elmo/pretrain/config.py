@@ -7,9 +7,9 @@ from typing import Dict, List, Optional, Union
 
 from confection import Config
 
-from ..bilm.errors import ElmoError
 from ..bilm.files import CONFIG_BYTES, read_text
 from ..bilm.finite import is_finite_number, is_number, non_finite
+from ..errors import ElmoConfigError
 
 DEFAULT_CONFIG_PATH = Path(__file__).parent / "default.cfg"
 
@@ -22,15 +22,6 @@ REQUIRED = {
 }
 
 
-class PretrainConfigError(ElmoError, ValueError):
-    """A pretraining setting cannot be used: an unknown or missing config section or key, a value
-    of the wrong type or range, a command-line override that is not ``--section.key VALUE``, a
-    device or precision that is not available, an environment setting (``WORLD_SIZE``,
-    ``SPACY_ELMO_NATIVE``) that is not one, an ``init_from`` model of another architecture. The
-    message names the section and key (or option) and what is expected. Subclasses
-    :class:`ValueError`."""
-
-
 def default_config_text() -> str:
     return DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")
 
@@ -41,16 +32,16 @@ def _did_you_mean(name: str, known, what: str) -> str:
 
 
 def _check_known(section: str, name: str, default: Config, where: str) -> None:
-    """PretrainConfigError (a ValueError) unless [section] name is a setting of the default config."""
+    """ElmoConfigError (a ValueError) unless [section] name is a setting of the default config."""
     if section not in default:
-        raise PretrainConfigError(f"[{section}]: unknown section{where}; {_did_you_mean(section, default, 'sections')}")
+        raise ElmoConfigError(f"[{section}]: unknown section{where}; {_did_you_mean(section, default, 'sections')}")
     if name not in default[section]:
-        raise PretrainConfigError(f"[{section}] {name}: unknown setting{where}; "
-                                  f"{_did_you_mean(name, default[section], 'settings')}")
+        raise ElmoConfigError(f"[{section}] {name}: unknown setting{where}; "
+                              f"{_did_you_mean(name, default[section], 'settings')}")
 
 
 def _check_type(section: str, name: str, value, default_value, where: str) -> None:
-    """PretrainConfigError (a ValueError) unless value has the type of the default: int, float
+    """ElmoConfigError (a ValueError) unless value has the type of the default: int, float
     (an int is fine), bool, str, list; a null default takes a string or null. Numbers must be
     finite and >= 0 (no setting takes a negative value); numbers inside a list (``filters``,
     ``cutoffs``) finite."""
@@ -69,22 +60,22 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     else:
         ok, expected = True, ""
     if not ok:
-        raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
-                                  f"(default: {json.dumps(default_value)})")
+        raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
+                              f"(default: {json.dumps(default_value)})")
     if is_number(value) and not (is_finite_number(value) and value >= 0):
-        raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
-                                  f"(default: {json.dumps(default_value)})")
+        raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
+                              f"(default: {json.dumps(default_value)})")
     bad = non_finite(value) if isinstance(value, (list, tuple)) else None
     if bad is not None:
-        raise PretrainConfigError(f"[{section}] {name} = {value!r}{where}: item {bad[0]} is {bad[1]!r}, expected a "
-                                  f"finite number (default: {json.dumps(default_value)})")
+        raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: item {bad[0]} is {bad[1]!r}, expected a "
+                              f"finite number (default: {json.dumps(default_value)})")
 
 
 def parse_overrides(args: List[str]) -> Dict[str, object]:
     """``{"section.key": value}`` from command-line arguments ``--section.key VALUE``,
     ``--section.key=VALUE`` or a bare ``--section.key`` (true), the syntax of spaCy's config
     overrides. A value is read as JSON (``1000``, ``0.5``, ``true``, ``null``, ``["a.txt"]``),
-    else kept as the string it is. Raises PretrainConfigError (a ValueError) for an argument that does not start with
+    else kept as the string it is. Raises ElmoConfigError (a ValueError) for an argument that does not start with
     ``--`` or names no section (``--max_steps``). Needs no spaCy (a pre-tokenised corpus trains
     without it)."""
     result: Dict[str, object] = {}
@@ -92,7 +83,7 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
     while args:
         arg = args.pop(0)
         if not arg.startswith("--"):
-            raise PretrainConfigError(f"Invalid config override {arg!r}: a name starts with --.")
+            raise ElmoConfigError(f"Invalid config override {arg!r}: a name starts with --.")
         name = arg[2:]
         if "=" in name:
             name, value = name.split("=", 1)
@@ -101,7 +92,7 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
         else:
             value = args.pop(0)
         if "." not in name:
-            raise PretrainConfigError(f"No such option {arg!r}.")
+            raise ElmoConfigError(f"No such option {arg!r}.")
         try:
             result[name] = json.loads(value)
         except ValueError:
@@ -111,13 +102,13 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
 
 def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:
     """Check ``pretrain``'s OUTPUT_DIR and parse its extra arguments (:func:`parse_overrides`).
-    Raises PretrainConfigError (a ValueError, one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
+    Raises ElmoConfigError (a ValueError, one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
     taken as the directory; write ``./-name`` for such a folder), an argument that is not
     ``--section.key``, or a section or setting the default config lacks."""
     if output_dir.startswith("-"):
-        raise PretrainConfigError(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; for such a "
-                                  "folder write "
-                                  f"./{output_dir}).")
+        raise ElmoConfigError(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; for such a "
+                              "folder write "
+                              f"./{output_dir}).")
     overrides = parse_overrides(args)
     default = Config().from_str(default_config_text(), interpolate=False)
     for key in overrides:
@@ -129,7 +120,7 @@ def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:
 def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dict[str, object]] = None) -> Config:
     """Load a config (default: the packaged default.cfg) and apply ``{"section.key": value}``.
 
-    Missing sections/keys are filled from the default. Raises PretrainConfigError (a ValueError) naming the key for a
+    Missing sections/keys are filled from the default. Raises ElmoConfigError (a ValueError) naming the key for a
     section or setting (in the file or an override) that the default config lacks, or a value
     whose type differs from the default's or a negative or non-finite number; FileNotFoundError for
     a missing config file.
@@ -149,15 +140,15 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
     for key, value in (overrides or {}).items():
         section, _, name = key.partition(".")
         if not name or section not in base:
-            raise PretrainConfigError(f"Unknown config override --{key}: expected --section.key with a section of "
-                                      f"{list(base)}")
+            raise ElmoConfigError(f"Unknown config override --{key}: expected --section.key with a section of "
+                                  f"{list(base)}")
         _check_known(section, name, default, f" (--{key})")
         sources[(section, name)] = f" (--{key})"
         base[section][name] = value
     for section, keys in REQUIRED.items():
         for key in keys:
             if key not in base.get(section, {}):
-                raise PretrainConfigError(f"Config is missing [{section}] {key}")
+                raise ElmoConfigError(f"Config is missing [{section}] {key}")
     for section in default:
         for name, default_value in default[section].items():
             _check_type(section, name, base[section][name], default_value, sources.get((section, name), ""))

@@ -14,20 +14,13 @@ from typing import Dict, Iterator, List, Sequence, Tuple
 import numpy
 
 from ..bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
-from ..bilm.errors import ElmoError, ElmoWeightsError
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError, ElmoDataError, ElmoModelFileError
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 
 
-class CorpusError(ElmoError, ValueError):
-    """A corpus cannot be used: a file is missing, empty or not text, a pre-tokenised corpus is
-    malformed, a sentence is too long to store, or the corpus has too few sentences for one
-    training step. Subclasses :class:`ValueError`."""
-
-
 def resolve_paths(patterns: Sequence[str]) -> List[str]:
-    """Expand globs; raises CorpusError naming the pattern if nothing matches or a file is missing."""
+    """Expand globs; raises ElmoDataError naming the pattern if nothing matches or a file is missing."""
     if isinstance(patterns, str):
         patterns = [patterns]
     paths: List[str] = []
@@ -35,13 +28,13 @@ def resolve_paths(patterns: Sequence[str]) -> List[str]:
         pattern = os.path.expanduser(str(pattern))
         found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         if not found:
-            raise CorpusError(f"No file matches the corpus pattern {pattern!r}")
+            raise ElmoDataError(f"No file matches the corpus pattern {pattern!r}")
         for path in found:
             if os.path.isdir(path):
-                raise CorpusError(f"{path} is a directory; give a text file (one sentence per line, plain or .gz) "
-                                  f"or a glob such as {os.path.join(path, '*.txt')!r}")
+                raise ElmoDataError(f"{path} is a directory; give a text file (one sentence per line, plain or .gz) "
+                                    f"or a glob such as {os.path.join(path, '*.txt')!r}")
             if not os.path.isfile(path):
-                raise CorpusError(f"Corpus file not found: {path}")
+                raise ElmoDataError(f"Corpus file not found: {path}")
             paths.append(path)
     return paths
 
@@ -56,7 +49,7 @@ def read_lines(path: str, max_lines: int = 0) -> Iterator[Tuple[int, str]]:
     """(line number, stripped line) of a UTF-8 text file (a byte order mark at its start dropped);
     empty lines skipped.
 
-    Raises CorpusError for a binary (NUL bytes or not UTF-8) file or one without any text.
+    Raises ElmoDataError for a binary (NUL bytes or not UTF-8) file or one without any text.
     """
     n_text = 0
     try:
@@ -65,17 +58,17 @@ def read_lines(path: str, max_lines: int = 0) -> Iterator[Tuple[int, str]]:
                 if max_lines and i >= max_lines:
                     break
                 if "\x00" in line:
-                    raise CorpusError(f"{path} looks binary (NUL byte on line {i + 1}); expected UTF-8 text")
+                    raise ElmoDataError(f"{path} looks binary (NUL byte on line {i + 1}); expected UTF-8 text")
                 line = line.strip()
                 if line:
                     n_text += 1
                     yield i, line
     except UnicodeDecodeError as err:
-        raise CorpusError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
+        raise ElmoDataError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
     except (OSError, EOFError) as err:  # e.g. a corrupt .gz
-        raise CorpusError(f"Cannot read {path}: {err}") from None
+        raise ElmoDataError(f"Cannot read {path}: {err}") from None
     if n_text == 0:
-        raise CorpusError(f"{path} contains no text")
+        raise ElmoDataError(f"{path} contains no text")
 
 
 @dataclass
@@ -186,7 +179,7 @@ def build_vocab(types: Sequence[str], train: Split, size: int, min_count: int) -
     Returns (words, type_to_word): type_to_word maps each type id to its word id (2 = <UNK>).
     """
     if size < 4:
-        raise PretrainConfigError(f"[vocab] size = {size}: must be at least 4")
+        raise ElmoConfigError(f"[vocab] size = {size}: must be at least 4")
     counts = numpy.bincount(train.tokens, minlength=len(types))
     counts[:2] = 0
     order = numpy.argsort(-counts, kind="stable")
@@ -199,9 +192,9 @@ def map_types_to_words(types: Sequence[str], words: Sequence[str]) -> numpy.ndar
     """(n_types,) int64 word id of each type in a softmax vocabulary ``words`` ([<S>, </S>, <UNK>,
     ...], as :func:`build_vocab` makes and ``vocab.txt`` stores): types 0/1 (<S>/</S>) map to
     words 0/1, other types to their entry of ``words`` after the first three, or to 2 (<UNK>).
-    Raises ElmoWeightsError (a ValueError) if ``words`` does not start with <S>, </S>, <UNK>."""
+    Raises ElmoModelFileError (a ValueError) if ``words`` does not start with <S>, </S>, <UNK>."""
     if list(words[:3]) != [BOS, EOS, UNK]:
-        raise ElmoWeightsError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
+        raise ElmoModelFileError(f"a softmax vocabulary starts with {BOS}, {EOS}, {UNK}; got {list(words[:3])}")
     word_ids = {w: i for i, w in enumerate(words) if i >= 3}  # a literal "<S>" in the text is a word
     type_to_word = numpy.array([word_ids.get(t, 2) for t in types], dtype=numpy.int64)
     type_to_word[:2] = 0, 1

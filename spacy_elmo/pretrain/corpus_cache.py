@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy
 
-from .corpus import CorpusError, Split, resolve_paths, tokenize_corpus
+from ..errors import ElmoConfigError, ElmoDataError
+from .corpus import Split, resolve_paths, tokenize_corpus
 
 NO_CORPUS = ("no corpus: pass --corpus.paths '[\"texts/*.txt.gz\"]' (raw text, one sentence per line, "
              "plain or .gz) or set [corpus] paths in the config")
@@ -19,8 +20,8 @@ def _log(msg: str) -> None:
 def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
     """{"types", "train" (Split), "heldout" (Split), "files"}: the corpus of cfg's [corpus],
     tokenised once and cached in out_dir/corpus/ under a key of those settings (a cache with
-    another key is rebuilt). Raises CorpusError if [corpus] paths is empty, for missing or
-    unreadable files; CorpusError (a ValueError) if no training sentence is left."""
+    another key is rebuilt). Raises ElmoDataError if [corpus] paths is empty, for missing or
+    unreadable files; ElmoDataError (a ValueError) if no training sentence is left."""
     cache = out_dir / "corpus"
     key = cache_key(cfg["corpus"])
     if (cache / "key.json").is_file() and (cache / "key.json").read_text() == key:
@@ -34,7 +35,7 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
         return {"types": types, "train": train, "heldout": heldout, "files": files}
     c = cfg["corpus"]
     if not c["paths"]:
-        raise CorpusError(NO_CORPUS)
+        raise ElmoConfigError(NO_CORPUS, "corpus.paths")
     paths = resolve_paths(c["paths"])
     _log(f"Tokenising {len(paths)} file(s) with spaCy's English tokenizer")
     types, train, heldout, files = tokenize_corpus(
@@ -46,7 +47,7 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
         progress=progress,
     )
     if len(train) == 0:
-        raise CorpusError("The corpus has no training sentences (all text went to the held-out slice?)")
+        raise ElmoDataError("The corpus has no training sentences (all text went to the held-out slice?)")
     write_cache(cache, key, types, train, heldout, files)
     return {"types": types, "train": train, "heldout": heldout, "files": files}
 

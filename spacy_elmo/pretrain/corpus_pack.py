@@ -21,7 +21,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy
 
-from .corpus import CorpusError, Split
+from ..errors import ElmoDataError
+from .corpus import Split
 from .corpus_cache import cache_key, write_cache
 
 SLICE_SENTENCES = 1000  # a slice takes whole runs of this many consecutive training sentences
@@ -62,7 +63,7 @@ def _ranked(types: Sequence[str], train: Split, heldout: Split) -> Tuple[List[st
 def _lengths(split: Split) -> numpy.ndarray:
     lengths = numpy.diff(split.offsets)
     if len(lengths) and lengths.max() > numpy.iinfo(numpy.uint16).max:
-        raise CorpusError("a sentence has more than 65,535 tokens: cut sentences with [corpus] max_sentence_tokens")
+        raise ElmoDataError("a sentence has more than 65,535 tokens: cut sentences with [corpus] max_sentence_tokens")
     return lengths.astype(numpy.uint16)
 
 
@@ -93,13 +94,13 @@ def _split(ids: numpy.ndarray, lengths: numpy.ndarray) -> Split:
     offsets = numpy.zeros(len(lengths) + 1, dtype=numpy.int64)
     numpy.cumsum(lengths.astype(numpy.int64), out=offsets[1:])
     if offsets[-1] != len(ids):
-        raise CorpusError(f"sentence lengths add up to {offsets[-1]:,} tokens, the ids hold {len(ids):,}")
+        raise ElmoDataError(f"sentence lengths add up to {offsets[-1]:,} tokens, the ids hold {len(ids):,}")
     return Split(ids.astype(numpy.int32), offsets)
 
 
 def read_pack(path: str) -> dict:
     """{"types", "train", "heldout", "files", "corpus", "source"} of a file written by :func:`pack`.
-    Raises CorpusError (a ValueError) naming the file if it is not one."""
+    Raises ElmoDataError (a ValueError) naming the file if it is not one."""
     try:
         with numpy.load(io.BytesIO(lzma.decompress(Path(path).read_bytes()))) as data:
             arrays = {k: data[k] for k in data.files}
@@ -108,7 +109,7 @@ def read_pack(path: str) -> dict:
         train = _split(arrays["train_ids"], arrays["train_lengths"])
         heldout = _split(arrays["heldout_ids"], arrays["heldout_lengths"])
     except (lzma.LZMAError, OSError, KeyError, ValueError) as err:
-        raise CorpusError(f"{path}: not a pre-tokenised corpus written by corpus_pack.pack ({err})") from None
+        raise ElmoDataError(f"{path}: not a pre-tokenised corpus written by corpus_pack.pack ({err})") from None
     return {"types": types, "train": train, "heldout": heldout, "files": meta["files"], "corpus": meta["corpus"],
             "source": meta.get("source", {})}
 

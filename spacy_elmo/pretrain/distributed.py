@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 
 
 @dataclass
@@ -33,11 +33,11 @@ class Ranks:
 
 def setup(device: str) -> Ranks:
     """Join the process group that torchrun describes in the environment (one rank without it).
-    On CUDA, selects ``cuda:LOCAL_RANK`` first. Raises PretrainConfigError (a ValueError) for a world size that is not a
+    On CUDA, selects ``cuda:LOCAL_RANK`` first. Raises ElmoConfigError (a ValueError) for a world size that is not a
     positive integer."""
     world = os.environ.get("WORLD_SIZE", "1")
     if not world.isdigit() or int(world) < 1:
-        raise PretrainConfigError(f"WORLD_SIZE = {world!r}: expected a positive integer (set by torchrun)")
+        raise ElmoConfigError(f"WORLD_SIZE = {world!r}: expected a positive integer (set by torchrun)")
     if int(world) == 1:
         return Ranks()
     if not dist.is_initialized():

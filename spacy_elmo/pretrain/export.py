@@ -21,7 +21,6 @@ import numpy
 import torch
 
 from ..bilm import integrity
-from ..bilm.errors import ElmoWeightsError
 from ..bilm.files import VOCAB_BYTES, read_text
 from ..bilm.finite import is_finite_number
 from ..bilm.lstm import FORGET_BIAS
@@ -36,6 +35,7 @@ from ..bilm.weights import (
     to_state_dict,
     write_weights,
 )
+from ..errors import ElmoModelFileError
 from .lm import LanguageModel, softmax_cutoffs
 
 TORCH_TO_INTERNAL = (0, 1, 3, 2)  # BiLM gate k (i, f, o, j) is torch's gate block TORCH_TO_INTERNAL[k] (i, f, g=j, o)
@@ -104,7 +104,7 @@ def load_biLM_datasets(lm: LanguageModel, data: dict) -> None:
     tensors = {k: torch.from_numpy(numpy.ascontiguousarray(v, dtype=numpy.float32)) for k, v in sd.items()}
     for k, v in tensors.items():
         if own[k].shape != v.shape:
-            raise ElmoWeightsError(f"Shape mismatch for {k}: model {tuple(own[k].shape)}, file {tuple(v.shape)}")
+            raise ElmoModelFileError(f"Shape mismatch for {k}: model {tuple(own[k].shape)}, file {tuple(v.shape)}")
     lm.load_state_dict(tensors, strict=False)
 
 
@@ -137,7 +137,7 @@ def read_vocab(path: str) -> List[str]:
     try:
         text = read_text(path, VOCAB_BYTES, "vocabulary")
     except (OSError, UnicodeDecodeError) as e:
-        raise ElmoWeightsError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
+        raise ElmoModelFileError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
     return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line]
 
 
@@ -150,7 +150,7 @@ def _head_attrs(f: h5py.File, path: str) -> Tuple[List[int], float, Optional[int
         if not is_finite_number(div_value):
             raise ValueError(f"div_value {div_value!r} is not a finite number")
     except (OSError, RuntimeError, KeyError, ValueError, TypeError, OverflowError) as e:
-        raise ElmoWeightsError(f"{path}: cannot read the LM head (truncated, or not written by "
+        raise ElmoModelFileError(f"{path}: cannot read the LM head (truncated, or not written by "
                                f"`python -m spacy_elmo pretrain`?): {e}", path=path) from e
     return cutoffs, div_value, vocab_size
 
@@ -164,7 +164,7 @@ def _head_shapes(projection_dim: int, words: List[str], cutoffs: List[int], div_
             head = torch.nn.AdaptiveLogSoftmaxWithLoss(projection_dim, len(words), div_value=div_value,
                                                        cutoffs=softmax_cutoffs(cutoffs, len(words))[0])
     except ValueError as e:
-        raise ElmoWeightsError(f"{path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
+        raise ElmoModelFileError(f"{path}: its cutoffs {cutoffs} do not fit the {len(words):,} words of "
                                f"vocab.txt ({e})", path=path) from e
     return {k: tuple(v.shape) for k, v in head.state_dict().items()}
 
@@ -177,7 +177,7 @@ def _read_head(paths: dict, options: dict) -> Tuple[dict, List[int], float, List
     with open_hdf5(head_path) as f:
         cutoffs, div_value, vocab_size = _head_attrs(f, head_path)
         if vocab_size is not None and vocab_size != len(words):
-            raise ElmoWeightsError(
+            raise ElmoModelFileError(
                 f"{paths['vocab.txt']}: vocab.txt has {len(words):,} words but lm_head.hdf5 was trained for "
                 f"{vocab_size:,} (truncated vocab.txt, or files from different models?)", path=paths["vocab.txt"])
         shapes = _head_shapes(options["lstm"]["projection_dim"], words, cutoffs, div_value, head_path)
@@ -212,7 +212,7 @@ def load_model(directory: str) -> Tuple[LanguageModel, List[str]]:
     check_size(options, paths["weights.hdf5"])  # before LanguageModel allocates (see BiLM.from_files)
     lstm, cnn = options["lstm"], options["char_cnn"]
     if lstm.get("cell_clip") or lstm.get("proj_clip"):
-        raise ElmoWeightsError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
+        raise ElmoModelFileError(f"{directory}: models with cell_clip/proj_clip are not supported by the training LM")
     head, cutoffs, div_value, words = _read_head(paths, options)
     model_cfg = {
         "char_dim": cnn["embedding"]["dim"],

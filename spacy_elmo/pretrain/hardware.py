@@ -1,6 +1,6 @@
 """What the training machine can do: ``[training] device`` and ``[training] precision``.
 
-Device: "cpu" (default), "cuda" or "cuda:N". A CUDA device that torch cannot see is a PretrainConfigError (a
+Device: "cpu" (default), "cuda" or "cuda:N". A CUDA device that torch cannot see is a ElmoConfigError (a
 ValueError) naming the setting; checkpoints are saved from and loaded to CPU memory, so a run started on one
 device resumes on another.
 
@@ -24,37 +24,37 @@ import torch
 
 # shared with inference (BiLM(precision=...)); bilm/ must not import from pretrain/
 from ..bilm.precision import cpu_bf16_capability, cpu_name  # noqa: F401 (re-exported)
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 def resolve_device(name: str) -> torch.device:
-    """torch.device for [training] device; PretrainConfigError (a ValueError) naming the setting if it is not a device
+    """torch.device for [training] device; ElmoConfigError (a ValueError) naming the setting if it is not a device
     name or not available here."""
     where = f"[training] device = {name!r}"
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
-        raise PretrainConfigError(f"{where}: not a device name; expected 'cpu', 'cuda' or 'cuda:N'") from None
+        raise ElmoConfigError(f"{where}: not a device name; expected 'cpu', 'cuda' or 'cuda:N'") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise PretrainConfigError(f"{where}: no CUDA device is available here (torch {torch.__version__}); use "
-                                      "'cpu'")
+            raise ElmoConfigError(f"{where}: no CUDA device is available here (torch {torch.__version__}); use "
+                                  "'cpu'")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise PretrainConfigError(f"{where}: only {torch.cuda.device_count()} CUDA device(s) here")
+            raise ElmoConfigError(f"{where}: only {torch.cuda.device_count()} CUDA device(s) here")
     elif device.type != "cpu":
-        raise PretrainConfigError(f"{where}: only 'cpu' and 'cuda' devices are supported")
+        raise ElmoConfigError(f"{where}: only 'cpu' and 'cuda' devices are supported")
     return device
 
 
 def resolve_precision(requested: str, device: str = "cpu") -> Tuple[torch.dtype, str]:
     """(dtype of the products, a one-line reason) for [training] precision on device.
 
-    Raises PretrainConfigError (a ValueError) for a value not in PRECISIONS.
+    Raises ElmoConfigError (a ValueError) for a value not in PRECISIONS.
     """
     if requested not in PRECISIONS:
-        raise PretrainConfigError(f"[training] precision = {requested!r}: expected one of {', '.join(PRECISIONS)}")
+        raise ElmoConfigError(f"[training] precision = {requested!r}: expected one of {', '.join(PRECISIONS)}")
     if requested == "float32":
         return torch.float32, "float32 (as configured)"
     if device.startswith("cuda"):

@@ -27,7 +27,7 @@ from torch.nn import functional as F
 
 from ..bilm.char_cnn import CharCNN
 from ..bilm.chars import MAX_CHARS, N_CHARACTERS
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 from .recurrent import NativeRecurrence, ProjectedLSTM, recurrence, run_layers
 from .token_encoder import encode_types
 
@@ -145,9 +145,9 @@ class LanguageModel(nn.Module):
                  gemm_dtype: torch.dtype = torch.float32, compile: bool = False):
         super().__init__()
         if lstm_impl not in LSTM_IMPLS:
-            raise PretrainConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
+            raise ElmoConfigError(f"lstm_impl = {lstm_impl!r}: expected one of {', '.join(LSTM_IMPLS)}")
         if lstm_impl == "torch" and gemm_dtype != torch.float32:
-            raise PretrainConfigError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
+            raise ElmoConfigError("lstm_impl = 'torch' runs in float32 only; use 'fused' for bfloat16")
         self.lstm_impl, self.gemm_dtype = lstm_impl, gemm_dtype
         c = model_cfg
         self.n_layers = int(c["n_layers"])

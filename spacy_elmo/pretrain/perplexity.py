@@ -19,8 +19,8 @@ def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50,
     """{"perplexity": mean of both directions, "forward", "backward", "tokens"} on text_path.
 
     "tokens" counts predictions per direction (words plus one sentence end per sentence).
-    Raises CorpusError for a missing, empty or binary text file; FileNotFoundError for a missing
-    model or a model directory without an LM head; ElmoWeightsError (a ValueError) naming the file
+    Raises ElmoDataError for a missing, empty or binary text file; FileNotFoundError for a missing
+    model or a model directory without an LM head; ElmoModelFileError (a ValueError) naming the file
     for a corrupt or mismatched options.json, weights.hdf5, lm_head.hdf5 or vocab.txt.
     """
     if threads:
@@ -43,7 +43,7 @@ def run_scorer(run_dir: str, model_dir: Optional[str] = None) -> Tuple[dict, Cal
     "backward", "tokens") of the model in model_dir (default RUN_DIR/model; any model of that run's
     vocabulary) on a Split of that corpus, batched by the run's ``tokens_per_batch``.
     Raises FileNotFoundError if RUN_DIR has no config.cfg or the model lacks a file;
-    ElmoWeightsError (a ValueError) for a corrupt or mismatched model file.
+    ElmoModelFileError (a ValueError) for a corrupt or mismatched model file.
     """
     out = Path(run_dir)
     if not (out / "config.cfg").is_file():

@@ -1,5 +1,9 @@
 """A training LSTM with projection, faster on CPU than ``torch.nn.LSTM(proj_size=...)``.
 
+The biLM's own LSTM trains the same way, with bilm-tf's gate order, clipping and packed batches
+(:mod:`spacy_elmo.bilm.lstm_train`, the training path of ``ElmoLstm``); this module serves the
+pretraining's :class:`.lm.LanguageModel` until it runs on ``spacy_elmo.bilm.BiLM``.
+
 It computes exactly the function of ``nn.LSTM(input_size, hidden_size, proj_size=P,
 batch_first=True)`` with one layer and zero initial state (Sak et al. 2014; the LSTMP of bilm-tf
 without clipping)::
@@ -20,7 +24,7 @@ Why faster (measured in ``benchmarks/bench_pretrain.py``):
 - the backward pass is hand-written (:class:`_LSTMP`): per step it does two skinny products and
   the element-wise gate derivatives, and the weight gradients of ``W_ih``, ``W_hh`` and ``W_hr``
   are one product each over all steps instead of one per step;
-- the whole recurrence of a layer can run as one C++ op per pass (:mod:`.native`, built on first use:
+- the whole recurrence of a layer can run as one C++ op per pass (:mod:`spacy_elmo.bilm.native`, built on first use:
   per-step products through ``at::bmm_out``, vectorised element-wise steps, reused buffers), or its
   element-wise steps fused by torch.compile (:func:`compiled_cells`); :func:`recurrence` picks the
   first that works here;
@@ -169,7 +173,7 @@ class _LSTMP(torch.autograd.Function):
 
 
 class NativeRecurrence:
-    """The recurrences of a layer as the C++ ops of :mod:`.native` (``ops.forward`` /
+    """The recurrences of a layer as the C++ ops of :mod:`spacy_elmo.bilm.native` (``ops.forward`` /
     ``ops.backward``): a value for :attr:`ProjectedLSTM.cells` in place of the pair of element-wise
     step functions. On other devices than the CPU the eager steps run instead."""
 
@@ -184,11 +188,11 @@ _NATIVE: dict = {}
 
 
 def native_recurrence() -> Optional[NativeRecurrence]:
-    """:class:`NativeRecurrence` of the ops of :mod:`.native` (built on first use per machine, ~25 s),
+    """:class:`NativeRecurrence` of the ops of :mod:`spacy_elmo.bilm.native` (built on first use per machine, ~25 s),
     checked against the eager steps once per process in float32 and bfloat16; None, with a
     warning, where they cannot be built or disagree."""
     if "ops" not in _NATIVE:
-        from .native import lstmp_ops
+        from ..bilm.native import lstmp_ops
 
         ops = lstmp_ops()
         native = NativeRecurrence(ops) if ops is not None else None

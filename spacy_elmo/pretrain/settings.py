@@ -13,7 +13,8 @@ from typing import Any, Mapping, Optional
 
 from confection import Config
 
-from .config import PretrainConfigError, default_config_text
+from ..errors import ElmoConfigError
+from .config import default_config_text
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def default_training() -> Mapping[str, Any]:
 
 def training_settings(cfg) -> TrainingSettings:
     """The TrainingSettings of a config (``cfg["training"]``; a missing key takes its value in
-    ``default.cfg``). Raises PretrainConfigError (a ValueError) naming the key for a value that does not convert to the
+    ``default.cfg``). Raises ElmoConfigError (a ValueError) naming the key for a value that does not convert to the
     field's type (:func:`.config.load_config` has already refused those in a file or override)."""
     section = {**default_training(), **dict(cfg["training"])}
     values = {}
@@ -71,7 +72,7 @@ def training_settings(cfg) -> TrainingSettings:
         try:
             values[field.name] = _convert(field.type, value)
         except (TypeError, ValueError):
-            raise PretrainConfigError(f"[training] {field.name} = {value!r}: expected {field.type}") from None
+            raise ElmoConfigError(f"[training] {field.name} = {value!r}: expected {field.type}") from None
     return TrainingSettings(**values)
 
 

@@ -1,5 +1,5 @@
 """The char CNN (:class:`spacy_elmo.bilm.char_cnn.CharCNN`) as the trainer runs it on the native ops
-(:mod:`.native`): same parameters, same function, a faster backward.
+(:mod:`spacy_elmo.bilm.native`): same parameters, same function, a faster backward.
 
 Each filter's convolution is one product over the unfolded windows of a chunk of tokens (in the
 given dtype; the trainer uses float32), and its max over positions keeps the position of each

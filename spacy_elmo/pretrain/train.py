@@ -17,12 +17,12 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from ..bilm.errors import ElmoWeightsError
+from ..errors import ElmoConfigError, ElmoDataError, ElmoModelFileError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
 from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
-from .config import PretrainConfigError, load_config
-from .corpus import CorpusError, build_vocab, map_types_to_words, type_char_ids
+from .config import load_config
+from .corpus import build_vocab, map_types_to_words, type_char_ids
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
 from .export import load_model, write_model
@@ -73,10 +73,10 @@ def _load_init_from(init_from: str):
         return load_model(init_from)
     except FileNotFoundError as err:
         raise FileNotFoundError(f"{where}: {err}") from None
-    except ElmoWeightsError as err:
-        raise ElmoWeightsError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
+    except ElmoModelFileError as err:
+        raise ElmoModelFileError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
     except ValueError as err:
-        raise PretrainConfigError(f"{where}: {err}") from None
+        raise ElmoConfigError(f"{where}: {err}") from None
 
 
 def _warm_start(lm: LanguageModel, source_lm: LanguageModel, init_from: str) -> dict:
@@ -87,7 +87,7 @@ def _warm_start(lm: LanguageModel, source_lm: LanguageModel, init_from: str) -> 
         change = width_change(source_lm, lm)
         lm.load_state_dict(widened_state_dict(source_lm, lm) if change else source_lm.state_dict())
     except (RuntimeError, ValueError) as err:
-        raise PretrainConfigError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
+        raise ElmoConfigError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
                                   f"[softmax] of this config ({str(err).splitlines()[0]})") from None
     return change
 
@@ -258,7 +258,7 @@ def _check_extends_stable_phase(s: TrainingSettings, step: int) -> None:
     """A stable checkpoint continues only into a schedule whose decay starts at or after it."""
     start = decay_start_step(s.warmup_steps, s.max_steps, s.decay_steps)
     if not s.decay_steps or start < step:
-        raise PretrainConfigError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] "
+        raise ElmoConfigError(f"--from-stable: the stable checkpoint is at step {step:,}, but [training] "
                                   "max_steps = "
                                   f"{s.max_steps:,} with decay_steps = {s.decay_steps:,} starts "
                                   f"the decay at step {start:,}: raise max_steps to at least "
@@ -404,7 +404,7 @@ class _Loop:
         run = self.run
         batches = epoch_batches(run.corpus["train"], run.tpb, self.s.seed, run.state["epoch"])
         if len(batches) < self.per_step:
-            raise CorpusError(f"An epoch has {len(batches)} batches, fewer than one step takes "
+            raise ElmoDataError(f"An epoch has {len(batches)} batches, fewer than one step takes "
                               f"({run.ranks.world} rank(s) x accumulate_batches {self.s.accumulate_batches}): use a "
                               "larger corpus or smaller [training] tokens_per_batch")
         return batches

@@ -25,7 +25,7 @@ from typing import Dict
 
 import torch
 
-from .config import PretrainConfigError
+from ..errors import ElmoConfigError
 from .lm import LanguageModel
 
 SHAPE_KEYS = ("projection_dim", "lstm_dim")
@@ -35,17 +35,17 @@ def width_change(source: LanguageModel, target: LanguageModel) -> Dict[str, list
     """{"projection_dim": [P, P'], "lstm_dim": [C, C']} for the dims that grow; empty if none.
     Raises ValueError if a dim shrinks or anything other than those two differs."""
     if (source.n_layers, source.use_skip_connections) != (target.n_layers, target.use_skip_connections):
-        raise PretrainConfigError("n_layers and use_skip_connections must match to widen")
+        raise ElmoConfigError("n_layers and use_skip_connections must match to widen")
     if (source.char_cnn.filters != target.char_cnn.filters
             or len(source.char_cnn.highways) != len(target.char_cnn.highways)):
-        raise PretrainConfigError("the char CNN's filters and highway layers must match to widen")
+        raise ElmoConfigError("the char CNN's filters and highway layers must match to widen")
     if source.softmax.n_classes != target.softmax.n_classes or source.softmax.cutoffs != target.softmax.cutoffs:
-        raise PretrainConfigError("the softmax vocabulary and cutoffs must match to widen")
+        raise ElmoConfigError("the softmax vocabulary and cutoffs must match to widen")
     change = {}
     for key in SHAPE_KEYS:
         old, new = getattr(source, key), getattr(target, key)
         if new < old:
-            raise PretrainConfigError(f"{key} {new} is smaller than the source's {old}: a model can only be widened")
+            raise ElmoConfigError(f"{key} {new} is smaller than the source's {old}: a model can only be widened")
         if new > old:
             change[key] = [old, new]
     return change

@@ -13,7 +13,7 @@
 Needs the ``[probe]`` extra (scikit-learn, matplotlib). Importing this package is light: the
 names below load on first access.
 """
-_RUN = ("ProbeSettings", "ProbeDataError", "run_probe", "REFERENCE")
+_RUN = ("ProbeSettings", "run_probe", "REFERENCE")
 
 
 def __getattr__(name):

@@ -18,7 +18,7 @@ from typing import Dict, List, Sequence
 
 import numpy
 
-from .errors import ProbeDataError
+from ..errors import ElmoDataError
 from .views import views
 
 MIN_CONTEXTS = 5
@@ -41,7 +41,7 @@ def anisotropy(unit: numpy.ndarray, sentence_of: numpy.ndarray, seed: int = 0, n
     keep = sentence_of[a] != sentence_of[b]
     a, b = a[keep][:n_pairs], b[keep][:n_pairs]
     if len(a) == 0:
-        raise ProbeDataError("anisotropy needs tokens from at least two sentences")
+        raise ElmoDataError("anisotropy needs tokens from at least two sentences")
     return float((unit[a] * unit[b]).sum(-1).mean())
 
 
@@ -57,9 +57,9 @@ def word_occurrences(words: Sequence[str], sentence_of: numpy.ndarray,
 def self_similarity(unit: numpy.ndarray, occurrences: List[numpy.ndarray]) -> float:
     """Mean over words of the mean pairwise cosine of the word's vectors (pairs j != k):
     (|sum of unit vectors|^2 - n) / (n^2 - n) per word (Ethayarajh 2019, Definition 1).
-    Raises ProbeDataError (a ValueError) if no word qualifies."""
+    Raises ElmoDataError (a ValueError) if no word qualifies."""
     if not occurrences:
-        raise ProbeDataError(f"no word occurs in {MIN_CONTEXTS} or more sentences of the sample: use more sentences")
+        raise ElmoDataError(f"no word occurs in {MIN_CONTEXTS} or more sentences of the sample: use more sentences")
     sims = []
     for idx in occurrences:
         n = len(idx)

@@ -4,7 +4,7 @@ from typing import List, Optional, Tuple
 
 import numpy
 
-from .errors import ProbeDataError
+from ..errors import ElmoDataError
 
 Sentence = Tuple[List[str], List[str]]  # (words, UPOS tags)
 
@@ -12,7 +12,7 @@ Sentence = Tuple[List[str], List[str]]  # (words, UPOS tags)
 def read_conllu(path) -> List[Sentence]:
     """[(words, upos)] of a CoNLL-U file: syntactic words only (multiword-token lines "3-4" and
     empty nodes "8.1" are skipped), in file order. Raises FileNotFoundError naming the file,
-    ProbeDataError (a ValueError) ``path:line: ...`` for a word line with fewer than 4 columns."""
+    ElmoDataError (a ValueError) ``path:line: ...`` for a word line with fewer than 4 columns."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"CoNLL-U file not found: {path}")
@@ -31,7 +31,7 @@ def read_conllu(path) -> List[Sentence]:
                 continue
             cols = line.split("\t")
             if len(cols) < 4:
-                raise ProbeDataError(f"{path}:{n}: expected a CoNLL-U word line (10 tab-separated columns)")
+                raise ElmoDataError(f"{path}:{n}: expected a CoNLL-U word line (10 tab-separated columns)")
             if cols[0].isdigit():
                 words.append(cols[1])
                 tags.append(cols[3])

@@ -6,7 +6,7 @@ al. 2018, eq. 1); :func:`spacy_elmo.pipeline.learned_mixes` reads them back from
 import os
 from typing import Dict, Iterable
 
-from .errors import ProbeDataError
+from ..errors import ElmoDataError
 
 
 def mixes_as_json(nlp) -> Dict[str, dict]:
@@ -26,7 +26,7 @@ def pipeline_name(path) -> str:
 
 def pipeline_mixes(paths: Iterable) -> Dict[str, Dict[str, dict]]:
     """{pipeline name: mixes_as_json(spacy.load(path))} for each trained pipeline directory.
-    Raises OSError (spaCy's) for a path that is not a pipeline, ProbeDataError (a ValueError) naming a pipeline
+    Raises OSError (spaCy's) for a path that is not a pipeline, ElmoDataError (a ValueError) naming a pipeline
     without any ELMo scalar mix."""
     import spacy
 
@@ -34,6 +34,6 @@ def pipeline_mixes(paths: Iterable) -> Dict[str, Dict[str, dict]]:
     for path in paths:
         mixes = mixes_as_json(spacy.load(path))
         if not mixes:
-            raise ProbeDataError(f"{path}: no component with an ELMo scalar mix (a listener of the elmo component)")
+            raise ElmoDataError(f"{path}: no component with an ELMo scalar mix (a listener of the elmo component)")
         out[pipeline_name(path)] = mixes
     return out

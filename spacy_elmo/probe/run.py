@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
+from ..errors import ElmoConfigError
 from . import centering, ewt, linear, stats, wic
 from .contextuality import contextuality
 from .embed import embed_tokens
-from .errors import ProbeDataError
 from .mixes import pipeline_mixes
 
 # Peters et al. 2018, Tables 5 and 6: per-layer probes of the 2-layer biLM (layer 1 vs layer 2).
@@ -68,15 +68,15 @@ class _Timer:
 
 
 def check_data(s: ProbeSettings) -> None:
-    """Raise :class:`ProbeDataError` (one line, naming the options) unless every data set the
-    settings need is given (``lm_text`` only with ``center_sentences`` > 0). Existence is checked
+    """Raise :class:`~spacy_elmo.errors.ElmoConfigError` (one line, naming the options) unless every
+    data set the settings need is given (``lm_text`` only with ``center_sentences`` > 0). Existence is checked
     by the readers (FileNotFoundError naming the file)."""
     missing = [option for key, option in DATA_OPTIONS.items()
                if not getattr(s, key) and (key != "lm_text" or s.center_sentences)]
     if missing:
-        raise ProbeDataError(f"the probe's data sets are not given: {', '.join(missing)} (UD English-EWT train and "
-                             "dev CoNLL-U, the WiC folder with train/dev *.data.txt + *.gold.txt, a glob of "
-                             "pretraining text; --center-sentences 0 needs no text)")
+        raise ElmoConfigError(f"the probe's data sets are not given: {', '.join(missing)} (UD English-EWT train and "
+                              "dev CoNLL-U, the WiC folder with train/dev *.data.txt + *.gold.txt, a glob of "
+                              "pretraining text; --center-sentences 0 needs no text)")
 
 
 def _upos(bilm, s: ProbeSettings, timer: _Timer) -> tuple:
@@ -151,9 +151,9 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
     """Run every probe on one biLM (a packaged name or directory, or options + weights files, as
     for the ``elmo`` component; default ``spacy_elmo.DEFAULT_MODEL``). Returns the result dict
     that :mod:`.report` writes (scores in %, similarities as cosines, times in seconds).
-    Raises ProbeDataError for a data set not given (before loading anything), as
+    Raises ElmoConfigError for a data set not given (before loading anything), as
     :func:`spacy_elmo.hub.load_bilm` for a model that cannot be loaded (FileNotFoundError,
-    ElmoInputError, ElmoWeightsError), FileNotFoundError for missing data."""
+    ElmoConfigError, ElmoModelFileError), FileNotFoundError for missing data."""
     from ..hub import load_bilm
     from ..hub.resolve import DEFAULT_MODEL
 

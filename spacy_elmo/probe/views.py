@@ -18,7 +18,7 @@ def views(vecs: numpy.ndarray, specs: Sequence[str] = ()) -> Dict[str, numpy.nda
     """{spec name: (..., dim)} of (..., L + 1, dim) vectors (the layer axis second to last), the
     view :meth:`LayerSpec.apply` gives. ``specs``: the layer specs (default: :func:`view_names`,
     i.e. layer_j alone, 0 = char CNN, and "average", ELMo's eq. 1 with s_j = 1 / (L + 1),
-    gamma = 1). Layer views are numpy views (no copy). Raises LayerSpecError for a bad spec."""
+    gamma = 1). Layer views are numpy views (no copy). Raises ElmoConfigError for a bad spec."""
     stacked = numpy.moveaxis(vecs, -2, 0)
     chosen = [parse(s, "probe view") for s in (specs or view_names(vecs.shape[-2] - 1))]
     return {spec.name: spec.apply(stacked) for spec in chosen}

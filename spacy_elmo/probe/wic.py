@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
 
-from .errors import ProbeDataError
+from ..errors import ElmoDataError
 from .stats import paired_difference, strip_items
 from .views import views
 
@@ -24,7 +24,7 @@ CV_FOLDS = 10
 
 def read_split(wic_dir, split: str) -> Tuple[List[Pair], numpy.ndarray]:
     """[(tokens_1, index_1, tokens_2, index_2)] and gold labels (bool (n,), True = same sense) of
-    one WiC split. Raises FileNotFoundError naming a missing file, ProbeDataError (a ValueError)
+    one WiC split. Raises FileNotFoundError naming a missing file, ElmoDataError (a ValueError)
     naming a malformed line (``path:line: ...``)."""
     data_path = os.path.join(wic_dir, f"{split}.data.txt")
     gold_path = os.path.join(wic_dir, f"{split}.gold.txt")
@@ -36,20 +36,20 @@ def read_split(wic_dir, split: str) -> Tuple[List[Pair], numpy.ndarray]:
         for n, line in enumerate(f, 1):
             parts = line.rstrip("\n").split("\t")
             if len(parts) != 5:
-                raise ProbeDataError(f"{data_path}:{n}: expected 5 tab-separated fields, got {len(parts)}")
+                raise ElmoDataError(f"{data_path}:{n}: expected 5 tab-separated fields, got {len(parts)}")
             try:
                 i1, i2 = (int(x) for x in parts[2].split("-"))
             except ValueError:
-                raise ProbeDataError(f"{data_path}:{n}: field 3 = {parts[2]!r}: expected the two target "
-                                     "indices as I-J") from None
+                raise ElmoDataError(f"{data_path}:{n}: field 3 = {parts[2]!r}: expected the two target "
+                                    "indices as I-J") from None
             t1, t2 = parts[3].split(" "), parts[4].split(" ")
             if not (0 <= i1 < len(t1) and 0 <= i2 < len(t2)):
-                raise ProbeDataError(f"{data_path}:{n}: target index out of range")
+                raise ElmoDataError(f"{data_path}:{n}: target index out of range")
             pairs.append((t1, i1, t2, i2))
     with open(gold_path, encoding="utf-8") as f:
         gold = numpy.array([line.strip() == "T" for line in f if line.strip()])
     if len(gold) != len(pairs):
-        raise ProbeDataError(f"{gold_path}: {len(gold)} labels for {len(pairs)} pairs")
+        raise ElmoDataError(f"{gold_path}: {len(gold)} labels for {len(pairs)} pairs")
     return pairs, gold
 
 
@@ -122,10 +122,10 @@ def threshold_scores(train_cos: Dict[str, numpy.ndarray], train_gold: numpy.ndar
 def cv_correct(cos: numpy.ndarray, gold: numpy.ndarray, folds: int = CV_FOLDS, seed: int = 0) -> numpy.ndarray:
     """bool (n,): for each item, whether ``cos > threshold`` is right, the threshold tuned
     (:func:`tune_threshold`) on the other folds of a seeded ``folds``-fold split (k-fold
-    cross-validation; at most n folds). Raises ProbeDataError (a ValueError) for fewer than 2 items."""
+    cross-validation; at most n folds). Raises ElmoDataError (a ValueError) for fewer than 2 items."""
     n = len(cos)
     if n < 2:
-        raise ProbeDataError(f"cross-validation needs at least 2 items, got {n}")
+        raise ElmoDataError(f"cross-validation needs at least 2 items, got {n}")
     fold = numpy.random.default_rng(seed).permutation(n) % min(folds, n)
     correct = numpy.empty(n, dtype=bool)
     for k in numpy.unique(fold):

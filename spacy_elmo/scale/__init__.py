@@ -12,9 +12,8 @@ or ``python -m spacy_elmo embed INPUT OUTPUT_DIR --ray [ADDRESS]``. Modules: :mo
 :mod:`.reader` (:class:`ShardedVectors`, :func:`read_line`; no Ray needed). Ray itself is
 imported only when a run starts.
 """
-__all__ = ["ScaleError", "ShardedVectors", "embed_dataset", "embed_file_ray", "read_line"]
-_WHERE = {"ShardedVectors": "reader", "read_line": "reader", "ScaleError": "run", "embed_dataset": "run",
-          "embed_file_ray": "run"}
+__all__ = ["ShardedVectors", "embed_dataset", "embed_file_ray", "read_line"]
+_WHERE = {"ShardedVectors": "reader", "read_line": "reader", "embed_dataset": "run", "embed_file_ray": "run"}
 
 
 def __getattr__(name):

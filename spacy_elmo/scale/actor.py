@@ -21,10 +21,9 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence
 
-from ..bilm.errors import ElmoInputTypeError
 from ..embed import inputs, layers
+from ..errors import ElmoDataError, ElmoTypeError
 from . import shards
-from .errors import ScaleError
 
 KILL_ENV = "SPACY_ELMO_SCALE_TEST_KILL"
 COLUMNS = ("file", "first", "last", "ranges", "sentences", "tokens", "bytes")
@@ -56,8 +55,8 @@ class ShardEmbedder:
 
     def __call__(self, batch):
         """batch: a pyarrow Table of rows in ``mode``'s schema -> a pyarrow Table of manifest
-        rows (COLUMNS; ranges as JSON text). Raises ElmoInputTypeError (a TypeError) /
-        ScaleError (a ValueError) for bad rows."""
+        rows (COLUMNS; ranges as JSON text). Raises ElmoTypeError (a TypeError) /
+        ElmoDataError (a ValueError) for bad rows."""
         import pyarrow
 
         rows = batch.to_pylist()
@@ -73,16 +72,16 @@ class ShardEmbedder:
         for row in rows:
             index = row.get(index_col)
             if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-                raise ScaleError(f"column {index_col!r}: expected an int >= 0 (the line index), got {index!r}")
+                raise ElmoDataError(f"column {index_col!r}: expected an int >= 0 (the line index), got {index!r}")
             text = row.get(text_col) if text_col else None
             if tokens_col:
                 toks = row.get(tokens_col)
                 if not isinstance(toks, list) or not all(isinstance(t, str) for t in toks):
-                    raise ElmoInputTypeError(f"line {index}: column {tokens_col!r} must be a list of str, got "
-                                             f"{toks!r:.60}")
+                    raise ElmoTypeError(f"line {index}: column {tokens_col!r} must be a list of str, got "
+                                        f"{toks!r:.60}")
                 text = " ".join(toks) if text is None else text
             elif not isinstance(text, str):
-                raise ElmoInputTypeError(f"line {index}: column {text_col!r} must be a str, got {type(text).__name__}")
+                raise ElmoTypeError(f"line {index}: column {text_col!r} must be a str, got {type(text).__name__}")
             text = text.strip()
             indices.append(index)
             texts.append(text)

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from .errors import ScaleError
+from ..errors import ElmoConfigError
 
 RAY_FLAG = "--ray"
 LOCAL = "local"
@@ -78,12 +78,12 @@ def optional_value(argv: List[str], flag: str = RAY_FLAG, value: str = LOCAL) ->
 
 def check_ray_options(ray: Optional[str], actors: Optional[int], cpus: float, gpus: float,
                       precision: str = "float32") -> None:
-    """Raise ScaleError (a ValueError) if a pool option is given without --ray, or --precision
+    """Raise ElmoConfigError (a ValueError) if a pool option is given without --ray, or --precision
     other than float32 with it (the actors load float32 biLMs)."""
     if ray is None and (actors is not None or cpus != 1.0 or gpus != 0.0):
-        raise ScaleError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
+        raise ElmoConfigError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
     if ray is not None and precision != "float32":
-        raise ScaleError(f"--precision {precision}: runs without --ray only (the Ray actors compute in float32)")
+        raise ElmoConfigError(f"--precision {precision}: runs without --ray only (the Ray actors compute in float32)")
 
 
 def run(input_path: str, output: str, ray: str, **kwargs) -> str:

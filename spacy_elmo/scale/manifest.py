@@ -14,9 +14,8 @@ import json
 import os
 from typing import Dict, List, Optional
 
-from ..bilm.errors import ElmoFileError
 from ..bilm.files import CONFIG_BYTES, read_json
-from .errors import ScaleError
+from ..errors import ElmoDataError, ElmoFileError
 
 FORMAT = "spacy-elmo-shards"
 VERSION = 1
@@ -25,7 +24,7 @@ NAME = "manifest.json"
 
 def build(entries: List[Dict], args: dict, model: str, layers: str, dtype: str, num_layers: int, dim: int,
           source: str, expected: Optional[int] = None) -> Dict:
-    """The manifest of shard ``entries`` (see :mod:`.shards`). Raises ScaleError (a ValueError) if two shards
+    """The manifest of shard ``entries`` (see :mod:`.shards`). Raises ElmoDataError (a ValueError) if two shards
     share a line index, or if ``expected`` is given and the shards do not hold exactly lines
     0..expected-1 (naming the first missing line)."""
     entries = sorted(entries, key=lambda e: (e["first"], e["last"]))
@@ -43,7 +42,7 @@ def _check_disjoint(entries: List[Dict]) -> None:
     runs = sorted((a, b, e["file"]) for e in entries for a, b in e["ranges"])
     for (a0, b0, f0), (a1, b1, f1) in zip(runs, runs[1:]):
         if a1 <= b0:
-            raise ScaleError(f"line index {a1} is in two shards ({f0}, {f1}): the index column must be unique")
+            raise ElmoDataError(f"line index {a1} is in two shards ({f0}, {f1}): the index column must be unique")
 
 
 def _check_complete(entries: List[Dict], expected: int) -> None:
@@ -53,8 +52,8 @@ def _check_complete(entries: List[Dict], expected: int) -> None:
             break
         nxt = b + 1
     if nxt != expected:
-        raise ScaleError(f"the shards hold lines 0..{nxt - 1} of {expected}: line {nxt} is missing "
-                         "(run the same command again to finish)")
+        raise ElmoDataError(f"the shards hold lines 0..{nxt - 1} of {expected}: line {nxt} is missing "
+                            "(run the same command again to finish)")
 
 
 def write(directory: str, manifest: Dict) -> str:
@@ -68,7 +67,7 @@ def write(directory: str, manifest: Dict) -> str:
 
 def load(path: str) -> Dict:
     """Read a manifest: ``path`` is the manifest.json or the directory holding it. Raises
-    FileNotFoundError if absent, ScaleError (a ValueError) if it is not a
+    FileNotFoundError if absent, ElmoDataError (a ValueError) if it is not a
     spacy-elmo shard manifest."""
     if os.path.isdir(path):
         path = os.path.join(path, NAME)
@@ -77,11 +76,12 @@ def load(path: str) -> Dict:
     try:
         data = read_json(path, CONFIG_BYTES, "shard manifest")
     except ElmoFileError as err:
-        raise ScaleError(str(err)) from None
+        raise ElmoDataError(str(err)) from None
     except ValueError as err:
-        raise ScaleError(f"{path}: not JSON ({err})") from None
+        raise ElmoDataError(f"{path}: not JSON ({err})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ScaleError(f"{path}: not a spacy-elmo shard manifest (format {FORMAT!r})")
+        raise ElmoDataError(f"{path}: not a spacy-elmo shard manifest (format {FORMAT!r})")
     if data.get("version") != VERSION:
-        raise ScaleError(f"{path}: manifest version {data.get('version')!r}, this spacy-elmo reads version {VERSION}")
+        raise ElmoDataError(f"{path}: manifest version {data.get('version')!r}, this spacy-elmo reads version "
+                            f"{VERSION}")
     return data

@@ -5,8 +5,8 @@ import os
 import re
 from typing import Dict, List
 
+from ..errors import ElmoDataError
 from .actor import KILL_ENV, ShardEmbedder
-from .errors import ScaleError
 
 
 def ray_modules():
@@ -40,7 +40,7 @@ def actor_kwargs(p, output, batch_size, num_cpus, num_gpus, mode, tokenizer) -> 
 
 def execute(ds, kwargs, batch_size, actors, num_cpus, num_gpus, progress) -> List[Dict]:
     """Run a pool of ``actors`` :class:`ShardEmbedder` actors over ``ds`` in batches of
-    ``batch_size`` rows; returns the new shards' manifest entries. Raises ScaleError naming the
+    ``batch_size`` rows; returns the new shards' manifest entries. Raises ElmoDataError naming the
     first error raised in an actor."""
     _, ray_data = ray_modules()
     size = actors or pool_size(None, num_cpus, num_gpus, 1 << 30)
@@ -52,7 +52,7 @@ def execute(ds, kwargs, batch_size, actors, num_cpus, num_gpus, progress) -> Lis
     try:
         rows = out.take_all()
     except Exception as err:  # noqa: BLE001 - Ray wraps the actor's error: one line naming the cause
-        raise ScaleError(f"a block failed: {_root_cause(err)}") from None
+        raise ElmoDataError(f"a block failed: {_root_cause(err)}") from None
     finally:
         ctx.enable_progress_bars = bars
     return [dict(r, ranges=json.loads(r["ranges"])) for r in rows]

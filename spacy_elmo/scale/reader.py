@@ -15,8 +15,8 @@ import h5py
 import numpy
 
 from ..bilm.weights import self_contained_dataset
+from ..errors import ElmoDataError
 from . import manifest as _manifest
-from .errors import ShardLineError
 
 
 class ShardedVectors:
@@ -24,7 +24,7 @@ class ShardedVectors:
     and kept open until :meth:`close` (or the end of a ``with`` block)."""
 
     def __init__(self, path: str):
-        """``path``: output directory or manifest.json. Raises FileNotFoundError, ScaleError (a
+        """``path``: output directory or manifest.json. Raises FileNotFoundError, ElmoDataError (a
         ValueError)."""
         self.manifest = _manifest.load(path)
         path = os.path.abspath(path)
@@ -59,8 +59,9 @@ class ShardedVectors:
     def __getitem__(self, index: int) -> numpy.ndarray:
         """Line ``index``'s array, (L+1, n, D) or (n, D) (see the manifest's "shape"), in the
         manifest's dtype. Raises IndexError if no shard holds it, FileNotFoundError if its shard
-        file is gone, ShardLineError (a KeyError) if the shard lacks the line's dataset, ElmoWeightsError (a ValueError)
-        if the dataset is an external link, virtual or stored in external files."""
+        file is gone, ElmoDataError (a ValueError) if the shard lacks the line's dataset,
+        ElmoModelFileError (a ValueError) if the dataset is an external link, virtual or stored in
+        external files."""
         path = self.shard_file(index)
         k = self._shard_of(index)
         if k not in self._open:
@@ -70,13 +71,13 @@ class ShardedVectors:
         try:
             return self_contained_dataset(self._open[k], str(int(index)), path)[()]
         except KeyError:
-            raise ShardLineError(f"{path} has no dataset for line {index} (shard changed after the "
-                                 "manifest?)") from None
+            raise ElmoDataError(f"{path} has no dataset for line {index} (shard changed after the "
+                                "manifest?)") from None
 
     def sentence_to_index(self) -> Dict[str, str]:
         """{stripped line text: "index"} over all shards (the last index for a repeated text, as
-        in one ``embed`` file). Reads every shard's small index dataset. Raises ShardLineError (a
-        KeyError) naming a shard without it."""
+        in one ``embed`` file). Reads every shard's small index dataset. Raises ElmoDataError (a
+        ValueError) naming a shard without it."""
         merged: Dict[str, int] = {}
         for entry in self.manifest["shards"]:
             shard = os.path.join(self.directory, entry["file"])
@@ -84,8 +85,8 @@ class ShardedVectors:
                 try:
                     table = json.loads(self_contained_dataset(f, "sentence_to_index", shard)[0])
                 except KeyError:
-                    raise ShardLineError(f"{shard} has no sentence_to_index dataset (not a shard written by "
-                                         "embed --ray?)") from None
+                    raise ElmoDataError(f"{shard} has no sentence_to_index dataset (not a shard written by "
+                                        "embed --ray?)") from None
                 for text, index in table.items():
                     merged[text] = max(merged.get(text, -1), int(index))
         return {text: str(i) for text, i in merged.items()}

@@ -13,10 +13,11 @@ import time
 from typing import Dict, List, Optional
 
 from ..embed.inputs import MAX_TOKENS_PER_LINE
-from ..embed.paths import check_not_input
-from ..embed.run import EmbedError, count_group, plan, plan_model, read_groups
+from ..embed.paths import check_not_input, lock_output
+from ..embed.run import count_group, plan, plan_model, read_groups
+from ..errors import ElmoConfigError, ElmoDataError
 from . import manifest as _manifest, shards
-from .pool import ScaleError, Skip, actor_kwargs, execute, pool_size, ray_modules
+from .pool import Skip, actor_kwargs, execute, pool_size, ray_modules
 
 
 def connect(address: Optional[str] = None) -> bool:
@@ -47,28 +48,30 @@ def embed_dataset(ds, output: str, *, model: Optional[str] = None, layers: str =
     ``spacy.blank(lang)`` or, if ``pretokenized``, on whitespace). Every ``rows_per_shard`` rows
     form one block and one shard. ``layers`` / ``dtype`` as for ``embed``; ``actors``: pool size
     (default: the cluster's CPUs / ``num_cpus``, or GPUs / ``num_gpus``). Needs a running Ray
-    (``ray.init``). Raises ScaleError (a ValueError) for a bad option, a missing column, an
-    output with other arguments (unless ``overwrite``) or a failed block; FileNotFoundError for
-    a missing model."""
+    (``ray.init``). Raises ElmoConfigError (a ValueError) for a bad option or an output with
+    other arguments (unless ``overwrite``), ElmoDataError (a ValueError) for a missing column or a
+    failed block; FileNotFoundError for a missing model; ElmoLockError (a RuntimeError) while
+    another run writes ``output``."""
     ray, _ = ray_modules()
     if not ray.is_initialized():
-        raise ScaleError("embed_dataset needs a running Ray: call ray.init() first")
+        raise ElmoConfigError("embed_dataset needs a running Ray: call ray.init() first")
     _check_pool(rows_per_shard, actors, num_cpus, num_gpus)
     tokenizer = "tokens column" if tokens_column else ("whitespace" if pretokenized else lang)
-    p = _plan(lambda: plan_model(model, layers, dtype, batch_size, tokenizer=tokenizer))
+    p = plan_model(model, layers, dtype, batch_size, tokenizer=tokenizer)
     p.args.pop("group_tokens")
     p.args.update(source="ray.data.Dataset", index_column=index_column, text_column=text_column,
                   tokens_column=tokens_column)
     _check_columns(ds, index_column, text_column, tokens_column)
-    done = _prepare(output, p.args, overwrite)
-    if done is None:
-        return _manifest.load(output)
-    if done:
-        ds = ds.map_batches(Skip(shards.covered(done), index_column), batch_format="pyarrow")
-    kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "rows", tokenizer)
-    kwargs["columns"] = (index_column, text_column, tokens_column)
-    new = execute(ds, kwargs, rows_per_shard, actors, num_cpus, num_gpus, progress)
-    return _finish(output, done + new, p, "ray.data.Dataset", None)
+    with lock_output(output, make_folder=True):  # for the whole run: a second run into OUTPUT is refused
+        done = _prepare(output, p.args, overwrite)
+        if done is None:
+            return _manifest.load(output)
+        if done:
+            ds = ds.map_batches(Skip(shards.covered(done), index_column), batch_format="pyarrow")
+        kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "rows", tokenizer)
+        kwargs["columns"] = (index_column, text_column, tokens_column)
+        new = execute(ds, kwargs, rows_per_shard, actors, num_cpus, num_gpus, progress)
+        return _finish(output, done + new, p, "ray.data.Dataset", None)
 
 
 def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = None, model: Optional[str] = None,
@@ -83,53 +86,48 @@ def embed_file_ray(input_path: str, output: str, *, address: Optional[str] = Non
     {"sentences", "tokens", "embedded", "embedded_tokens" (this run), "shards", "seconds",
     "output", "manifest" (path), "actors", "already_complete"}. Connects with
     :func:`connect` (``address``) unless Ray is running, and shuts down a cluster it started.
-    Raises ScaleError / EmbedError (ValueErrors) for bad options, an output with other
-    arguments (unless ``overwrite``) or a failed block; FileNotFoundError, ImportError."""
+    Raises ElmoConfigError (a ValueError) for bad options or an output with other arguments
+    (unless ``overwrite``), ElmoDataError (a ValueError) for a failed block; FileNotFoundError,
+    ImportError; ElmoLockError (a RuntimeError) while another run writes ``output`` (its lock file
+    ``output.lock``, :func:`spacy_elmo.embed.paths.lock_output`)."""
     check_not_input(input_path, output)
     ray, ray_data = ray_modules()
     _check_pool(1, actors, num_cpus, num_gpus)
-    p = _plan(lambda: plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size,
-                           group_mb))
+    p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "shards": 0, "seconds": 0.0,
                "output": output, "manifest": os.path.join(output, _manifest.NAME), "actors": 0,
                "already_complete": False}
-    done = _prepare(output, p.args, overwrite)
-    if done is None:
-        return dict(summary, already_complete=True, **_counts(_manifest.load(output)))
-    start = time.perf_counter()
-    rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line), done,
-                       summary)
-    new = []
-    if rows:
-        started = connect(address)
-        try:
-            summary["actors"] = pool_size(actors, num_cpus, num_gpus, len(rows))
-            ds = ray_data.from_items(rows, override_num_blocks=len(rows))
-            kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "groups", p.args["tokenizer"])
-            new = execute(ds, kwargs, 1, summary["actors"], num_cpus, num_gpus, progress)
-        finally:
-            if started:
-                ray.shutdown()
-    m = _finish(output, done + new, p, os.path.abspath(input_path), summary["sentences"])
-    summary.update(embedded_tokens=sum(e["tokens"] for e in new), shards=len(m["shards"]),
-                   seconds=time.perf_counter() - start)
+    with lock_output(output, make_folder=True):  # for the whole run: a second run into OUTPUT is refused
+        done = _prepare(output, p.args, overwrite)
+        if done is None:
+            return dict(summary, already_complete=True, **_counts(_manifest.load(output)))
+        start = time.perf_counter()
+        rows = _group_rows(read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line), done,
+                           summary)
+        new = []
+        if rows:
+            started = connect(address)
+            try:
+                summary["actors"] = pool_size(actors, num_cpus, num_gpus, len(rows))
+                ds = ray_data.from_items(rows, override_num_blocks=len(rows))
+                kwargs = actor_kwargs(p, output, batch_size, num_cpus, num_gpus, "groups", p.args["tokenizer"])
+                new = execute(ds, kwargs, 1, summary["actors"], num_cpus, num_gpus, progress)
+            finally:
+                if started:
+                    ray.shutdown()
+        m = _finish(output, done + new, p, os.path.abspath(input_path), summary["sentences"])
+        summary.update(embedded_tokens=sum(e["tokens"] for e in new), shards=len(m["shards"]),
+                       seconds=time.perf_counter() - start)
     return summary
-
-
-def _plan(make):
-    try:
-        return make()
-    except EmbedError as err:
-        raise ScaleError(str(err)) from None
 
 
 def _check_pool(rows_per_shard, actors, num_cpus, num_gpus) -> None:
     if rows_per_shard < 1:
-        raise ScaleError(f"rows_per_shard must be >= 1, got {rows_per_shard}")
+        raise ElmoConfigError(f"rows_per_shard must be >= 1, got {rows_per_shard}")
     if actors is not None and actors < 1:
-        raise ScaleError(f"--actors must be >= 1, got {actors}")
+        raise ElmoConfigError(f"--actors must be >= 1, got {actors}")
     if not num_cpus > 0 or num_gpus < 0:
-        raise ScaleError(f"--cpus-per-actor must be > 0 and --gpus-per-actor >= 0, got {num_cpus} / {num_gpus}")
+        raise ElmoConfigError(f"--cpus-per-actor must be > 0 and --gpus-per-actor >= 0, got {num_cpus} / {num_gpus}")
 
 
 def _check_columns(ds, index_column, text_column, tokens_column) -> None:
@@ -137,21 +135,22 @@ def _check_columns(ds, index_column, text_column, tokens_column) -> None:
     need = [index_column, tokens_column or text_column]
     missing = [c for c in need if c not in names]
     if missing:
-        raise ScaleError(f"the dataset has no column {missing[0]!r} (columns: {', '.join(names)}): rows need "
-                         f"{index_column!r} (line index) and {tokens_column or text_column!r}")
+        raise ElmoDataError(f"the dataset has no column {missing[0]!r} (columns: {', '.join(names)}): rows need "
+                            f"{index_column!r} (line index) and {tokens_column or text_column!r}")
 
 
 def _prepare(output: str, args: dict, overwrite: bool):
     """Make ``output`` ready. Returns None if it is complete with the same ``args``, else the
-    entries of the shards to keep. Raises ScaleError for a file, or other arguments."""
+    entries of the shards to keep. Raises ElmoConfigError for a file, or other arguments."""
     if os.path.isfile(output):
-        raise ScaleError(f"{output} is a file: with Ray the output is a directory (shards + manifest.json)")
+        raise ElmoConfigError(f"{output} is a file: with Ray the output is a directory (shards + manifest.json)")
     path = os.path.join(output, _manifest.NAME)
     if os.path.isfile(path) and _complete(output, args):
         return None
     done, other, damaged = shards.complete_shards(output, args)
     if (other or os.path.isfile(path)) and not overwrite:
-        raise ScaleError(f"{output} holds a run with other arguments: pass --overwrite or choose another directory")
+        raise ElmoConfigError(f"{output} holds a run with other arguments: pass --overwrite or choose another "
+                              "directory")
     os.makedirs(output, exist_ok=True)
     for name in other + damaged + ([_manifest.NAME] if os.path.isfile(path) else []):
         os.remove(os.path.join(output, name))
@@ -186,7 +185,7 @@ def _finish(output: str, entries: List[Dict], p, source: str, expected: Optional
         m = _manifest.build(entries, p.args, p.model, p.spec.name, p.args["dtype"], p.lstm["n_layers"],
                             2 * p.lstm["projection_dim"], source, expected)
     except ValueError as err:
-        raise ScaleError(str(err)) from None
+        raise ElmoDataError(str(err)) from None
     _manifest.write(output, m)
     shards.remove_temporaries(output)
     return m

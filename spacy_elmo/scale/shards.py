@@ -17,7 +17,7 @@ import h5py
 import numpy
 
 from ..embed.writer import ATTR, write_file
-from .errors import ScaleError
+from ..errors import ElmoDataError
 
 SHARD_ATTR = "spacy_elmo_shard"
 _NAME = re.compile(r"shard-(\d{9,})-(\d{9,})\.hdf5")  # fullmatch
@@ -42,15 +42,15 @@ def runs(indices: Sequence[int]) -> List[List[int]]:
 def write_shard(directory: str, items: List[Tuple[int, str, numpy.ndarray]], args: dict) -> Dict:
     """Write ``items`` ((index, text, array) each, any order, distinct indices) as one shard in
     ``directory``. Returns its manifest entry {"file", "first", "last", "ranges", "sentences",
-    "tokens", "bytes"}. Raises ScaleError (a ValueError) for an empty list or a
+    "tokens", "bytes"}. Raises ElmoDataError (a ValueError) for an empty list or a
     repeated index."""
     if not items:
-        raise ScaleError("a shard needs at least one line")
+        raise ElmoDataError("a shard needs at least one line")
     items = sorted(items, key=lambda item: item[0])
     indices = [int(item[0]) for item in items]
     if len(set(indices)) != len(indices):
         dup = next(i for i, j in zip(indices, indices[1:]) if i == j)
-        raise ScaleError(f"line index {dup} appears twice in one block: the index column must be unique")
+        raise ElmoDataError(f"line index {dup} appears twice in one block: the index column must be unique")
     info = {"first": indices[0], "last": indices[-1], "ranges": runs(indices), "sentences": len(items),
             "tokens": int(sum(item[2].shape[-2] for item in items))}
     name = shard_name(indices[0], indices[-1])

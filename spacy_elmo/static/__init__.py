@@ -10,8 +10,6 @@ Modules: :mod:`.corpus` (reading and the first pass), :mod:`.accumulate` (the ru
 :mod:`.checkpoint` (resuming), :mod:`.postprocess` (centring, all-but-the-top), :mod:`.writer`
 (OUTPUT_DIR), :mod:`.run` (:func:`distil_vectors`, :func:`distil_means`).
 """
-from .errors import StaticVectorsError
-
 _RUN = ("Distilled", "distil_means", "distil_vectors", "plan")
 
 
@@ -24,4 +22,4 @@ def __getattr__(name: str):
         return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__all__ = ["Distilled", "StaticVectorsError", "distil_means", "distil_vectors", "plan"]
+__all__ = ["Distilled", "distil_means", "distil_vectors", "plan"]

@@ -1,7 +1,7 @@
 """The corpus of ``static-vectors``, read as ``pretrain`` reads it and tokenised as ``embed``
 tokenises: text files or globs, plain or ``.gz``, one sentence or paragraph a line
 (:func:`spacy_elmo.pretrain.corpus.resolve_paths` and :func:`~spacy_elmo.pretrain.corpus.read_lines`:
-a byte order mark dropped, empty lines skipped, CorpusError for a missing, binary or empty file),
+a byte order mark dropped, empty lines skipped, ElmoDataError for a missing, binary or empty file),
 tokens from spaCy's tokenizer with whitespace tokens dropped
 (:func:`spacy_elmo.embed.inputs.make_tokenizer`).
 
@@ -17,8 +17,8 @@ from collections import Counter
 from typing import Callable, Iterator, List, NamedTuple, Sequence, Tuple
 
 from ..embed.inputs import make_tokenizer
+from ..errors import ElmoDataError
 from ..pretrain.corpus import read_lines, resolve_paths
-from .errors import StaticVectorsError
 
 __all__ = ["Vocab", "build_vocab", "corpus_digest", "count_records", "count_words", "make_tokenizer",
            "records", "resolve_paths"]
@@ -66,9 +66,9 @@ class Vocab(NamedTuple):
 
 def build_vocab(counts: Counter, min_count: int, max_words: int = 0) -> Vocab:
     """The words of at least ``min_count`` occurrences, at most ``max_words`` (0: all). Raises
-    StaticVectorsError (a ValueError) if there is none, naming the most frequent token."""
+    ElmoDataError (a ValueError) if there is none, naming the most frequent token."""
     if not counts:
-        raise StaticVectorsError("the corpus holds no tokens (every line is whitespace)")
+        raise ElmoDataError("the corpus holds no tokens (every line is whitespace)")
     words, kept = [], []
     for word, n in counts.most_common():
         if n < min_count or (max_words and len(words) >= max_words):
@@ -78,8 +78,8 @@ def build_vocab(counts: Counter, min_count: int, max_words: int = 0) -> Vocab:
             kept.append(n)
     if not words:
         top, n = counts.most_common(1)[0]
-        raise StaticVectorsError(f"no word reaches --min-count {min_count}: the most frequent token, {top!r}, "
-                                 f"occurs {n:,} times; lower --min-count or give a larger corpus")
+        raise ElmoDataError(f"no word reaches --min-count {min_count}: the most frequent token, {top!r}, "
+                            f"occurs {n:,} times; lower --min-count or give a larger corpus")
     return Vocab(words, kept, len(counts))
 
 

@@ -13,14 +13,14 @@ from typing import Tuple
 
 import numpy
 
-from .errors import StaticVectorsError
+from ..errors import ElmoConfigError
 
 
 def check(remove_top_d: int, dim: int) -> None:
-    """Raise StaticVectorsError unless 0 <= remove_top_d < dim."""
+    """Raise ElmoConfigError unless 0 <= remove_top_d < dim."""
     if isinstance(remove_top_d, bool) or not isinstance(remove_top_d, int) or not 0 <= remove_top_d < dim:
-        raise StaticVectorsError(f"--remove-top-d {remove_top_d!r}: expected an integer from 0 to {dim - 1} "
-                                 f"(the vectors have {dim} dimensions)")
+        raise ElmoConfigError(f"--remove-top-d {remove_top_d!r}: expected an integer from 0 to {dim - 1} "
+                              f"(the vectors have {dim} dimensions)")
 
 
 def apply(table: numpy.ndarray, centre: bool = False, remove_top_d: int = 0) -> Tuple[numpy.ndarray, dict]:

@@ -16,9 +16,9 @@ from typing import NamedTuple, Optional, Sequence, Union
 
 import numpy
 
+from ..errors import ElmoConfigError, ElmoDataError
 from . import accumulate, corpus, postprocess, writer
 from .checkpoint import Partial
-from .errors import StaticVectorsError
 
 GROUP_TOKENS = 8192  # tokens per biLM call (one group); a state is saved between groups
 
@@ -41,7 +41,7 @@ def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: st
          max_words: int = 0, max_contexts: int = 100, window_tokens: int = 128, max_lines: int = 0,
          lang: str = "en") -> Plan:
     """Check the options and resolve the model and corpus (no weights loaded). Raises
-    FileNotFoundError (model), CorpusError (corpus files), StaticVectorsError (an option, a view
+    FileNotFoundError (model), ElmoDataError (corpus files), ElmoConfigError (an option, a view
     the model lacks)."""
     from ..bilm.options import read_options
     from ..hub.resolve import resolve
@@ -52,7 +52,7 @@ def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: st
                              ("--max-contexts", max_contexts, 0), ("--window-tokens", window_tokens, 1),
                              ("--max-lines", max_lines, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise StaticVectorsError(f"{name} {value!r}: expected an integer >= {low}")
+            raise ElmoConfigError(f"{name} {value!r}: expected an integer >= {low}")
     _check_lang(lang)
     spec = parse(view, "--view")
     model = model or DEFAULT_MODEL
@@ -76,7 +76,7 @@ def _check_lang(lang: str) -> None:
     try:
         spacy.util.get_lang_class(lang)
     except (ImportError, KeyError, ValueError) as err:
-        raise StaticVectorsError(f"--lang {lang!r}: not a spaCy language code ({err})") from None
+        raise ElmoConfigError(f"--lang {lang!r}: not a spaCy language code ({err})") from None
 
 
 class Distilled(NamedTuple):
@@ -97,14 +97,14 @@ class Distilled(NamedTuple):
 def distil_means(p: Plan, batch_size: int = 64, threads: Union[int, str] = "auto", progress: bool = True,
                  partial: Optional[Partial] = None, checkpoint_every: float = 120.0) -> Distilled:
     """Both passes for a :func:`plan` (any view, "all" included), resuming from and saving to
-    ``partial`` when given. Raises StaticVectorsError if no word reaches min_count."""
+    ``partial`` when given. Raises ElmoDataError if no word reaches min_count."""
     from ..bilm import BiLM
     from ..bilm.cpu_budget import ThreadBudget, parse_threads
     from ..bilm.integrity import parameters_digest
 
     budget = ThreadBudget(parse_threads(threads, "--threads"))
     if batch_size < 1:
-        raise StaticVectorsError(f"--batch-size {batch_size!r}: expected an integer >= 1")
+        raise ElmoConfigError(f"--batch-size {batch_size!r}: expected an integer >= 1")
     tokenize = corpus.make_tokenizer(False, p.args["lang"])
     vocab, stats = _first_pass(p, tokenize, progress, partial)
     bilm = BiLM.from_pretrained(p.model_dir)
@@ -183,8 +183,8 @@ def _result(vocab: dict, contexts: numpy.ndarray, sums: numpy.ndarray, digest: s
             max_contexts: int) -> Distilled:
     if not contexts.all():
         missing = vocab["words"][int(numpy.argmin(contexts))]
-        raise StaticVectorsError(f"the word {missing!r} was counted in the first pass but not found in the second: "
-                                 "the corpus changed while it was read; run again")
+        raise ElmoDataError(f"the word {missing!r} was counted in the first pass but not found in the second: "
+                            "the corpus changed while it was read; run again")
     means = (sums / contexts[:, None, None]).astype(numpy.float32)
     stats["contexts"] = int(contexts.sum())
     stats["words_full"] = int((contexts >= max_contexts).sum()) if max_contexts else 0
@@ -216,15 +216,15 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     :mod:`spacy_elmo.bilm.cpu_budget`); centre / remove_top_d: :mod:`.postprocess`;
     checkpoint_every: seconds between saved states; command: recorded in the card.
 
-    Returns the card (dict; ``card["counts"]``, ``card["seconds"]``). Raises StaticVectorsError
-    (a ValueError) for a bad option, a view the model lacks, no word reaching min_count, or an
-    OUTPUT_DIR that exists (without ``overwrite``), is not this command's or holds an input;
-    CorpusError for a missing, binary or empty corpus file; FileNotFoundError for a missing
+    Returns the card (dict; ``card["counts"]``, ``card["seconds"]``). Raises ElmoConfigError
+    (a ValueError) for a bad option, a view the model lacks, or an OUTPUT_DIR that exists (without
+    ``overwrite``), is not this command's or holds an input; ElmoDataError (a ValueError) for a
+    missing, binary or empty corpus file or no word reaching min_count; FileNotFoundError for a missing
     model. A killed run keeps ``OUTPUT_DIR.partial/``: the same call goes on from there."""
     p = plan(model, corpus_paths, view, min_count, max_words, max_contexts, window_tokens, max_lines, lang)
     if p.spec.stacked:
-        raise StaticVectorsError("--view 'all': a table holds one vector per word; give top, average, layer_k "
-                                 "or mix:w0,w1,...")
+        raise ElmoConfigError("--view 'all': a table holds one vector per word; give top, average, layer_k "
+                              "or mix:w0,w1,...")
     postprocess.check(remove_top_d, p.dim)
     writer.check_output(output, [*p.paths, p.model_dir], overwrite)
     partial = Partial(output, p.args)

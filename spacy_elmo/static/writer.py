@@ -24,8 +24,8 @@ from typing import List, Sequence
 
 import numpy
 
+from ..errors import ElmoConfigError
 from ..pipeline.static_tables import TABLE_PREFIX, parse_table_name, table_name  # noqa: F401
-from .errors import StaticVectorsError
 
 CARD = "card.json"
 def _inside(path: str, folder: str) -> bool:
@@ -34,25 +34,25 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def check_output(output: str, inputs: Sequence[str], overwrite: bool) -> None:
-    """Before any work: raise StaticVectorsError if OUTPUT_DIR is or holds an input (a corpus
+    """Before any work: raise ElmoConfigError if OUTPUT_DIR is or holds an input (a corpus
     file, the model folder), is not a folder, exists without ``overwrite``, exists but was not
     written by this command (no card.json) and is not empty, or its parent folder is missing."""
     for path in inputs:
         if _inside(path, output):
-            raise StaticVectorsError(f"OUTPUT_DIR {output!r} is or holds the input {path!r}: choose another folder")
+            raise ElmoConfigError(f"OUTPUT_DIR {output!r} is or holds the input {path!r}: choose another folder")
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
-        raise StaticVectorsError(f"OUTPUT_DIR {output!r}: folder {parent!r} does not exist")
+        raise ElmoConfigError(f"OUTPUT_DIR {output!r}: folder {parent!r} does not exist")
     if not os.path.lexists(output):
         return
     if not os.path.isdir(output):
-        raise StaticVectorsError(f"OUTPUT_DIR {output!r} exists and is not a folder")
+        raise ElmoConfigError(f"OUTPUT_DIR {output!r} exists and is not a folder")
     if not overwrite:
-        raise StaticVectorsError(f"OUTPUT_DIR {output!r} exists: pass --overwrite to replace it, or choose "
-                                 "another folder")
+        raise ElmoConfigError(f"OUTPUT_DIR {output!r} exists: pass --overwrite to replace it, or choose "
+                              "another folder")
     if os.listdir(output) and not os.path.isfile(os.path.join(output, CARD)):
-        raise StaticVectorsError(f"OUTPUT_DIR {output!r} exists and was not written by static-vectors (no {CARD}): "
-                                 "not replacing it; remove it yourself or choose another folder")
+        raise ElmoConfigError(f"OUTPUT_DIR {output!r} exists and was not written by static-vectors (no {CARD}): "
+                              "not replacing it; remove it yourself or choose another folder")
 
 
 def write_output(output: str, words: List[str], table: numpy.ndarray, card: dict, lang: str) -> None:

@@ -27,17 +27,18 @@ from thinc.api import Model, torch2xp, xp2torch
 from ...bilm.batching import embed_batches
 from ...bilm.cpu_budget import ThreadBudget, parse_threads
 from ...bilm.precision import check_precision
+from ...errors import ElmoConfigError
 from .. import threads
 from ..cache import LayersCache
-from ..loading import ElmoConfigError, check_paths, load_config_bilm
+from ..loading import check_paths, load_config_bilm
 from .bilm_shim import BiLMShim
 
 
-def BiLMLayer(name: Optional[str], options_path: Optional[str] = None, weights_path: Optional[str] = None,
-              *, where: str = "spacy_elmo", batch_size: int = 64, cache_mb: float = 0.0,
-              cache_dtype: str = "float32", finetune: bool = False,
-              threads: Union[int, str] = "auto", precision: str = "float32") -> Model:
-    """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM.
+def BiLMLayer(name: Optional[str], options_path: Optional[str], weights_path: Optional[str], *, where: str,
+              batch_size: int, cache_mb: float, cache_dtype: str, threads: Union[int, str], precision: str,
+              finetune: bool = False) -> Model:
+    """Model[List[Sequence[str]], List[Floats3d]] around a lazily loaded biLM. The settings have
+    no defaults here: :class:`~..bilm_config.BiLMSettings` holds them.
 
     name / options_path / weights_path: see :func:`~..loading.resolve_files`; ``where`` names
     the config section in error messages. batch_size:

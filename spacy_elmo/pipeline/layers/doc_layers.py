@@ -6,16 +6,16 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
-from ..loading import ElmoConfigError
+from ...errors import ElmoConfigError
 from ..segments import doc_segments
 
 
-def DocLayers(bilm_layer: Model, window_tokens: int = 128, *,
-              where: str = "spacy_elmo") -> Model[List[Doc], List[Floats3d]]:
+def DocLayers(bilm_layer: Model, window_tokens: int, *, where: str) -> Model[List[Doc], List[Floats3d]]:
     """Model[List[Doc], List[Floats3d]]: one float32 array (num_layers + 1, len(doc), dim) per Doc,
     on the current device; zero rows for whitespace tokens; (num_layers + 1, 0, dim) for an empty
     Doc. Backprop maps the Docs' gradients back to the pieces (fine-tuning only).
-    ``window_tokens``: the longest piece the biLM reads (see :mod:`..segments`).
+    ``window_tokens``: the longest piece the biLM reads (see :mod:`..segments`; its default is
+    :class:`~..bilm_config.BiLMSettings`'s).
     Dims ``nL``/``nO`` follow the biLM layer (:func:`bilm_of`). ``where`` names the config
     section in errors. Raises ValueError if ``window_tokens`` < 1."""
     if window_tokens < 1:

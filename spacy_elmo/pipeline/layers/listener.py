@@ -20,7 +20,8 @@ from spacy.tokens import Doc
 from thinc.api import Model
 from thinc.types import Floats3d
 
-from ..loading import ElmoConfigError, check_number
+from ...errors import ElmoConfigError
+from ..loading import check_number
 
 
 class ElmoListener(Model):

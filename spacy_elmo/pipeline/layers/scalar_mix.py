@@ -13,9 +13,8 @@ import numpy
 from thinc.api import Model
 from thinc.types import Floats2d, Floats3d
 
-from ...bilm.errors import ElmoInputError
 from ...bilm.finite import is_finite_number
-from ..loading import ElmoConfigError
+from ...errors import ElmoConfigError, ElmoDataError
 
 LN_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
 
@@ -83,7 +82,7 @@ def forward(model: Model, Xs: List[Floats3d], is_train: bool):
     nL = model.get_dim("nL")
     for X in Xs:
         if X.ndim != 3 or X.shape[0] != nL:
-            raise ElmoInputError(f"ScalarMix expects arrays (num_layers + 1 = {nL}, n_tokens, dim), got {X.shape}")
+            raise ElmoDataError(f"ScalarMix expects arrays (num_layers + 1 = {nL}, n_tokens, dim), got {X.shape}")
     if not Xs:
         return [], lambda dYs: []
     w = model.get_param("w")

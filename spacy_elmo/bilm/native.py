@@ -1,22 +1,28 @@
-"""Native (C++) kernels for the pretraining: the recurrences of :class:`.recurrent.ProjectedLSTM`
-and the softmax's cross-entropy, built on first use with the machine's C++ compiler.
+"""Native (C++) kernels for training: the recurrences of the biLM's LSTM under autograd
+(:mod:`.lstm_train`), and, for the pretraining (``spacy_elmo.pretrain``), the softmax's
+cross-entropy and the char CNN's max over positions; built on first use with the machine's C++
+compiler.
 
 Torch ops (``torch.ops.spacy_elmo_lstmp``); for the LSTM, one call each per layer and pass:
 
-- ``forward(x, steps, wih_t, bias, whh_t, whr_t)``: the input projection of all steps (one
-  product), then per step the recurrent product, the element-wise gates and the projection
-  (``at::bmm_out`` on contiguous per-step blocks: a strided batch would be copied);
-- ``backward(d_out, acts, cs, whh, whr)``: the reverse recurrence (per step two products and the
-  gate derivatives); the weight gradients stay one product each in :mod:`.recurrent`;
+- ``elmo_forward(x, batch_sizes, wih_t, bias, whh_t, whr_t, cell_clip, proj_clip)``: the input
+  projection of all packed rows (one product), then per step of the packing (active batch
+  shrinking, see :mod:`.packing`) the recurrent product, the element-wise gates (bilm-tf's LSTM
+  cell, gates i, f, o, j, cell clipping) and the projection with its clipping (``at::bmm_out`` on
+  contiguous per-step blocks: a strided batch would be copied);
+- ``elmo_backward(d_out, d_c_last, batch_sizes, acts, cs, hs_raw, whh, whr, cell_clip,
+  proj_clip)``: the reverse recurrence (per step two products and the gate derivatives); the
+  weight gradients stay one product each in :mod:`.lstm_train`;
+- ``forward`` / ``backward``: the same for padded batches, torch's gate order and no clipping
+  (the pretraining's ``ProjectedLSTM``, kept until the pretraining runs on :mod:`.lstm_train`);
 
-and, for the softmax of :mod:`.lm` (:func:`.lm.fused_adaptive_nll`), ``cross_entropy_rows(logits,
-target, scale, grad)``: -log softmax per row in one pass over each row, overwriting the logits
-with their gradient.
+and, for the pretraining's softmax, ``cross_entropy_rows(logits, target, scale, grad)``: -log
+softmax per row in one pass over each row, overwriting the logits with their gradient.
 
-The LSTM ops compute what the Python loop of :mod:`.recurrent` with
-:func:`.recurrent.cell_forward` / :func:`.recurrent.cell_backward` computes, in the same dtypes (products in float32 or
-bfloat16, element-wise steps, cell states and gate activations in float32), with two
-differences: ``exp`` is a polynomial (relative error < 2e-7; sigmoid and tanh are written with
+The LSTM ops compute what the Python loop of :mod:`.lstm_train` with
+:func:`.lstm_train.cell_forward` / :func:`.lstm_train.cell_backward` computes, in the same dtypes
+(products in float32 or bfloat16, element-wise steps, cell states and gate activations in
+float32), with two differences: ``exp`` is a polynomial (relative error < 2e-7; sigmoid and tanh are written with
 it), and the large buffers are reused from call to call instead of freshly allocated (fresh
 pages cost ~40 ms of system time per layer and step at the shipped shape). Why (measured on a
 Zen 4, 1 thread, ``benchmarks/README.md``): the torch.compile'd cells ran at ~1.4 ns per gate
@@ -31,8 +37,8 @@ private (mode 0700), records the library's sha256 beside it, and loads a cached 
 checking its owner, its mode, its folder's and its digest (a library planted in a folder others can
 write is never loaded; it is built again in a private folder). :func:`lstmp_ops`
 returns None, with a warning, where that fails (no compiler, another platform, no ``csrc/``);
-``SPACY_ELMO_NATIVE=0`` (or false / no / off) turns it off. The trainer then runs
-torch.compile'd or eager cells (:func:`.recurrent.recurrence`) and the unfused loss.
+``SPACY_ELMO_NATIVE=0`` (or false / no / off) turns it off. Training then runs
+torch.compile'd or eager cells (:func:`.lstm_train.recurrence`) and the unfused loss.
 """
 import ctypes
 import hashlib
@@ -46,9 +52,8 @@ from typing import Dict, Optional
 
 import torch
 
-from ..bilm.errors import ElmoError
+from ..errors import ElmoBuildError, ElmoConfigError
 from . import kernel_cache
-from .config import PretrainConfigError
 
 FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp-simd", "-std=c++17", "-shared",
          "-fPIC", "-w"]
@@ -60,18 +65,12 @@ MAIN = "spacy_elmo_lstmp.cpp"  # the one translation unit; it includes the heade
 KERNELS_ENV = "SPACY_ELMO_KERNELS"
 
 
-class NativeBuildError(ElmoError, RuntimeError):
-    """The native kernels cannot be built: no C++ compiler (set ``CXX``), C++ sources missing
-    from the install, or the compiler failed (the message ends with its output).
-    ``SPACY_ELMO_NATIVE=0`` runs without them. Subclasses :class:`RuntimeError`."""
-
-
 def sources() -> Dict[str, str]:
     """{file name: text} of the C++ sources in :data:`CSRC` (``*.cpp``, ``*.h``), sorted by name.
-    Raises NativeBuildError (a RuntimeError) if :data:`MAIN` is missing (an install without the package data)."""
+    Raises ElmoBuildError (a RuntimeError) if :data:`MAIN` is missing (an install without the package data)."""
     files = {p.name: p.read_text(encoding="utf-8") for p in sorted(CSRC.glob("*")) if p.suffix in (".cpp", ".h")}
     if MAIN not in files:
-        raise NativeBuildError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
+        raise ElmoBuildError(f"{CSRC / MAIN} not found (the package was installed without its C++ sources)")
     return files
 
 
@@ -132,7 +131,7 @@ def _compile(cxx: str, files: Dict[str, str], scratch: Path) -> Path:
     done = subprocess.run(_command(cxx, scratch / MAIN, out), capture_output=True, text=True,
                           timeout=BUILD_TIMEOUT_S)
     if done.returncode != 0:
-        raise NativeBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
+        raise ElmoBuildError(f"{cxx} failed: {(done.stderr or done.stdout).strip()[-400:]}")
     return out
 
 
@@ -141,7 +140,7 @@ def _load_library() -> Path:
     library through :func:`.kernel_cache.load`; returns the folder it was loaded from."""
     cxx = _compiler()
     if not cxx:
-        raise NativeBuildError("no C++ compiler found (set CXX)")
+        raise ElmoBuildError("no C++ compiler found (set CXX)")
     files = sources()
     folder = kernels_dir() / _key(cxx, files)
     return kernel_cache.load(folder, LIBRARY, lambda scratch: _compile(cxx, files, scratch), _dlopen)
@@ -157,11 +156,11 @@ OFF = ("0", "false", "no", "off")
 
 
 def enabled() -> bool:
-    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); PretrainConfigError (a
+    """False where ``SPACY_ELMO_NATIVE`` is 0 / false / no / off (any case); ElmoConfigError (a
     ValueError) for a value that is neither that nor 1 / true / yes / on / empty."""
     value = os.environ.get("SPACY_ELMO_NATIVE", "").strip().lower()
     if value not in OFF + ("", "1", "true", "yes", "on"):
-        raise PretrainConfigError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
+        raise ElmoConfigError(f"SPACY_ELMO_NATIVE={value!r}: expected 0 / false / no / off or 1 / true / yes / on")
     return value not in OFF
 
 

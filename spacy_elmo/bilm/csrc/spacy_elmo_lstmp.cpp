@@ -1,6 +1,7 @@
-// The recurrences of the fused training LSTM (spacy_elmo/pretrain/recurrent.py) as two torch ops,
-// one call per layer each: the per-step products run through at::bmm_out, the element-wise steps
-// are plain loops that the compiler vectorises (built and loaded by spacy_elmo/pretrain/native.py).
+// The native training kernels: the recurrences of the biLM's LSTM under autograd (elmo_cell.h, for
+// spacy_elmo/bilm/lstm_train.py) and of the pretraining's ProjectedLSTM (spacy_elmo/pretrain/recurrent.py)
+// as torch ops, one call per layer each, and the pretraining's cross-entropy and char CNN max. The per-step
+// products run through at::bmm_out, the element-wise steps are plain loops that the compiler vectorises (built and loaded by spacy_elmo/bilm/native.py).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
@@ -93,7 +94,9 @@ template <typename T> T* ptr(const at::Tensor& t) { return reinterpret_cast<T*>(
 // step at the shipped shape). Buffers are kept per role (xg, acts, ...: one per layer in flight);
 // a buffer is free again once no tensor uses its storage, and one too small for a request is
 // replaced by one 1/4 larger than it, so that varying batch shapes settle after a few steps.
-enum Role { XG, HS, MS, ACTS, CS, GATES, H_CUR, M_CUR, D_PRE, D_H, D_C, D_M, D_H_REC, D_H_CUR, D_PRE_CUR, N_ROLES };
+enum Role {
+  XG, HS, MS, ACTS, CS, GATES, H_CUR, M_CUR, D_PRE, D_H, D_C, D_M, D_H_REC, D_H_CUR, D_PRE_CUR, HS_RAW, H_IN, N_ROLES
+};
 
 class Pool {
  public:
@@ -233,6 +236,12 @@ std::vector<at::Tensor> backward_impl(const at::Tensor& d_out, const at::Tensor&
   }
   return {d_pre, d_h_all, d_bias};
 }
+
+}  // namespace
+
+#include "elmo_cell.h"  // the biLM's cell on packed batches: elmo_forward, elmo_backward
+
+namespace {
 
 // x (D, S * B, I): the inputs of S steps of B rows, step-major, in the product dtype (float32 or
 // bfloat16); wih_t (D, I, 4C) (any strides), whh_t (D, P, 4C), whr_t (D, C, P) in the product dtype;
@@ -424,6 +433,10 @@ at::Tensor conv_max_backward(const at::Tensor& g, const at::Tensor& index, const
 }  // namespace
 
 TORCH_LIBRARY(spacy_elmo_lstmp, m) {
+  m.def("elmo_forward(Tensor x, int[] batch_sizes, Tensor wih_t, Tensor bias, Tensor whh_t, Tensor whr_t, "
+        "float cell_clip, float proj_clip) -> Tensor[]");
+  m.def("elmo_backward(Tensor d_out, Tensor d_c_last, int[] batch_sizes, Tensor acts, Tensor cs, Tensor hs_raw, "
+        "Tensor whh, Tensor whr, float cell_clip, float proj_clip) -> Tensor[]");
   m.def("forward(Tensor x, int steps, Tensor wih_t, Tensor bias, Tensor whh_t, Tensor whr_t) -> Tensor[]");
   m.def("backward(Tensor d_out, Tensor acts, Tensor cs, Tensor whh, Tensor whr) -> Tensor[]");
   m.def("cross_entropy_rows(Tensor(a!) logits, Tensor target, float scale, bool grad) -> Tensor");
@@ -432,6 +445,8 @@ TORCH_LIBRARY(spacy_elmo_lstmp, m) {
 }
 
 TORCH_LIBRARY_IMPL(spacy_elmo_lstmp, CPU, m) {
+  m.impl("elmo_forward", &elmo_forward);
+  m.impl("elmo_backward", &elmo_backward);
   m.impl("forward", &lstmp_forward);
   m.impl("backward", &lstmp_backward);
   m.impl("cross_entropy_rows", &cross_entropy_rows);
