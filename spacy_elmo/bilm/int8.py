@@ -83,7 +83,7 @@ def ops_available() -> bool:
 def quantize_rows(x: torch.Tensor) -> QRows:
     """x (m, k) float32 -> per-row symmetric int8 (:class:`QRows`): scale = max|x[r]| / 127,
     q = round(x / scale) in -127..127 (round half to even). Rows of zeros give zeros."""
-    amax = torch.linalg.vector_norm(x, float("inf"), dim=1, keepdim=True).clamp_min_(_TINY)
+    amax = x.abs().amax(dim=1, keepdim=True).clamp_min_(_TINY)  # (linalg.vector_norm(inf): 10x slower)
     # |x| * (127 / amax) <= 127 up to one rounding, so round() lands in -127..127: no clamp (one
     # pass fewer: the per-step products are small, and each pass is a thread barrier)
     q = torch.mul(x, QMAX / amax).round_().to(torch.int8)
