@@ -181,8 +181,11 @@ def _speed(meta: dict) -> str:
     sp = meta.get("evaluation", {}).get("speed")
     if not sp:
         return ""
+    previous = (f"; {sp['previous_shape']}: {sp['previous_tokens_per_s']:,.0f} tokens/s and "
+                f"{sp['previous_bytes_per_token']:,} bytes per token" if sp.get("previous_shape") else "")
+    measured = f"; measured with {sp['measured_with']}" if sp.get("measured_with") else ""
     return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s and {sp['bytes_per_token']:,} bytes per token "
-            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}).\n")
+            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}{measured}{previous}).\n")
 
 
 def replace_block(text: str, name: str, body: str, path: Path) -> str:
