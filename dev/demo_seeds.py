@@ -108,7 +108,7 @@ def machine() -> dict:
 
 def seed_record(task: str, seeds: list, base: list, models: dict, identities: dict, where=None) -> dict:
     """The JSON record of one run of this script (scores x 100, per seed and summarized); ``where``:
-    :func:`machine`'s dict (default: this machine's)."""
+    :func:`machine`'s dict (default: the CPU running the script)."""
     rows = {}
     for label, scores in models.items():
         gains = [m - b for m, b in zip(scores, base)]
