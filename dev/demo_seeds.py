@@ -124,25 +124,24 @@ DATA = {"tagger": "UD English-EWT, UPOS accuracy", "ner": "CoNLL-2003, F1"}
 
 def docs_record(records: list, label: str = "en_elmo_small") -> dict:
     """The README's record from per-task records of :func:`seed_record` (one model ``label``, the
-    same seeds and machine in each): per component the baseline, ELMo and gain means, the gain's
+    same machine in each): per component its seeds, the baseline, ELMo and gain means, the gain's
     sample standard deviation and its range over the seeds, and every seed's scores (x 100).
-    Raises SystemExit when the records differ in model, seeds or CPU."""
+    Raises SystemExit when the records differ in model or CPU."""
     first = records[0]
     for other in records[1:]:
-        for key in ("seeds", "machine"):
-            if other[key] != first[key]:
-                raise SystemExit(f"the task records differ in {key}: {first[key]} against {other[key]}")
+        if other["machine"] != first["machine"]:
+            raise SystemExit(f"the task records differ in machine: {first['machine']} against {other['machine']}")
         if other["models"][label]["model"] != first["models"][label]["model"]:
             raise SystemExit(f"the task records were made with different weights of {label!r}")
     rows = []
     for rec in records:
         row = rec["models"][label]
-        rows.append({"component": rec["task"], "data": DATA[rec["task"]], "baseline_mean": rec["baseline_mean"],
+        rows.append({"component": rec["task"], "data": DATA[rec["task"]], "seeds": rec["seeds"],
+                     "baseline_mean": rec["baseline_mean"],
                      "elmo_mean": row["elmo_mean"], "gain_mean": row["gain_mean"], "gain_sd": row["gain_sd"],
                      "gain_min": min(row["gains"]), "gain_max": max(row["gains"]),
                      "baseline": rec["baseline"], "elmo": row["scores"], "gains": row["gains"]})
-    return {"model": first["models"][label]["model"], "machine": first["machine"], "seeds": first["seeds"],
-            "rows": rows}
+    return {"model": first["models"][label]["model"], "machine": first["machine"], "rows": rows}
 
 
 def main(argv=None) -> None:

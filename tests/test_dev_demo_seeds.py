@@ -49,7 +49,7 @@ def test_the_docs_record_merges_the_tasks_with_their_spread():
     ner = seeds.seed_record("ner", [0, 1, 2], [78.0, 79.0, 77.0], {"en_elmo_small": [84.0, 83.0, 84.0]},
                             {"en_elmo_small": identity}, where)
     record = seeds.docs_record([tagger, ner])
-    assert record["model"] == identity and record["machine"] == where and record["seeds"] == [0, 1, 2]
+    assert record["model"] == identity and record["machine"] == where and record["rows"][0]["seeds"] == [0, 1, 2]
     tag, ent = record["rows"]
     assert tag["component"] == "tagger" and tag["gains"] == [2.5, 1.5, 2.5]
     assert (tag["gain_min"], tag["gain_max"]) == (1.5, 2.5) and tag["gain_sd"] == pytest.approx(0.57735, abs=1e-5)
