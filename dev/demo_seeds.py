@@ -8,8 +8,9 @@ Trains the demo's baseline and, per MODEL, its ELMo pipeline once per seed, in t
 `demo_eval_frequency` from `project.yml`; frozen biLM), evaluates each `model-best` on the demo dev subset with
 `spacy evaluate --gold-preproc`, and prints the score of every run, the mean gain of each model
 over the baseline of the same seed, and each model's mean paired difference from the first MODEL
-(with its standard deviation and how many seeds it is positive in). One seed's demo score moves by
-about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is what to compare.
+(with its standard deviation and how many seeds it is positive in). One run's demo gain moves by a
+few tenths of a UPOS point and a few F1 points with the seed, the CPU and the thread count (the
+README's demo table); the mean over five seeds is what to compare.
 LABEL (default: the model directory's name) names its runs under DIR; runs already evaluated
 there are reused. ``--json`` writes the record the docs quote: every seed's scores, each model's
 mean gain and its standard deviation over the seeds, the model (weights sha256, lineage tokens

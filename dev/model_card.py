@@ -70,8 +70,8 @@ def demo_block(meta: dict) -> str:
                      f"{row['elmo'] - row['baseline']:+.2f} |")
     lines.append("")
     lines.append(f"One run of `spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`. "
-                 "One run varies by about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is in "
-                 "the repository's README.")
+                 "One run's gain moves by a few tenths of a UPOS point and a few F1 points with the seed, the CPU "
+                 "and the thread count; the mean over seeds, with its spread, is in the repository's README.")
     return "\n".join(lines) + "\n"
 
 
