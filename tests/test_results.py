@@ -22,7 +22,7 @@ from helpers import REPO, load_script
 
 BLOCK = re.compile(r"<!-- record: (\S+) -->\n(.*?)<!-- end: record -->", re.S)
 # a decimal (x: a ratio, M: millions), an integer with thousands separators, any integer
-NUMBER = re.compile(r"(?<![\w.,])[+-]?(\d{1,3}(?:,\d{3})+\.\d+|\d+\.\d+)(M?)x?(?![\w.])")
+NUMBER = re.compile(r"(?<![\w.,])[+-]?(\d{1,3}(?:,\d{3})+\.\d+|\d+\.\d+)(M?)x?(?!\w|\.\d)")
 GROUPED = re.compile(r"(?<![\w.,+-])(\d{1,3}(?:,\d{3})+)(?![\w-]|[.,]\d)")
 INTEGER = re.compile(r"(?<![\w.,+-])(\d+)(?![\w-]|[.,]\d)")
 ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -169,6 +169,7 @@ def test_a_wrong_number_another_model_or_cpu_without_saying_so_fails():
         check_quote(random, "r", f"gain +2.22 {cpu}", shipped)
     check_quote(random, "r", f"gain +2.22 on random-weight models {cpu}", shipped)
     assert unquoted("90.4M tokens, v2.16, torch 2.13.0", [90373880.0]) == []
+    assert unquoted("none below 0.999.", [0.99979]) == ["0.999"]  # a number ending a sentence is checked
 
 
 def test_the_model_card_and_the_readme_model_table_are_what_meta_json_gives():
