@@ -26,7 +26,8 @@ sentences (syntactic words), batches of ``--batch-size``.
    tokenisation) and scored as ``spacy train`` does (``Scorer``): tag_acc / pos_acc / ents_f,
    their differences in points, and how many tokens' predictions differ.
 
-Prints a readable table, then writes the record (CPU name, torch, each number's code path). Only
+Prints a readable table, then writes the record (``machine.cpu``: the CPU's name and vector
+extensions; torch; the original-size model's shape; each number's code path; no date). Only
 the ``--parts`` run are replaced in an existing record; the others are kept.
 """
 import argparse
@@ -161,6 +162,15 @@ def model_identity():
             "weights_sha256": digests["weights.hdf5"]}
 
 
+def original_shape():
+    """The original-size model's shape (bench_bilm.py's ``original`` preset), for the record."""
+    options = bench_bilm.preset("original")
+    cnn, lstm = options["char_cnn"], options["lstm"]
+    return {"weights": "random (seed 0, std 0.05)", "char_filters": sum(n for _, n in cnn["filters"]),
+            "highway_layers": cnn["n_highway"], "lstm_cells": lstm["dim"], "projection_dim": lstm["projection_dim"],
+            "lstm_layers": lstm["n_layers"]}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", default="1,2")
@@ -177,14 +187,16 @@ def main(argv=None):
 
     import torch
 
-    from spacy_elmo.bilm.precision import cpu_bf16_capability, cpu_int8_capability, cpu_name
+    from spacy_elmo.bilm.cpu_budget import cpu_name
+    from spacy_elmo.bilm.precision import cpu_bf16_capability, cpu_int8_capability
 
     sents = bench_bilm.read_workload(a.conllu, a.sentences)
     threads = [int(t) for t in a.threads.split(",")]
     record = dict(what="float32 / bfloat16 / int8 biLM inference: tokens/s, per-token cosine to float32, RSS",
                   model=model_identity(), command="python benchmarks/bench_int8.py " + " ".join(argv or sys.argv[1:]),
-                  machine=f"{cpu_name()}, {os.cpu_count()} cores, torch {torch.__version__}",
-                  cpu=dict(name=cpu_name(), int8=cpu_int8_capability(), bf16=cpu_bf16_capability()),
+                  machine=dict(cpu=cpu_name(), cpus=os.cpu_count(), torch=torch.__version__,
+                               int8=cpu_int8_capability(), bf16=cpu_bf16_capability()),
+                  shapes=dict(original=original_shape()),
                   workload=dict(sentences=len(sents), tokens=sum(len(s) for s in sents), batch_size=a.batch_size,
                                 runs=a.runs, statistic="median of the runs, the precisions alternating"),
                   paths=PATHS, speed={}, closeness={}, memory={}, downstream={})
@@ -212,7 +224,8 @@ def main(argv=None):
         record["downstream"][name] = got
         print(f"{name}: " + "  ".join(f"{p} {got[p]}" for p in ("float32", "int8"))
               + f"  int8 - float32: {got['difference_points']}; {got['tokens_differing']} tokens differ")
-    print(f"{cpu_name()} (int8: {record['cpu']['int8']}, bf16: {record['cpu']['bf16']}); paths: {json.dumps(PATHS)}")
+    machine = record["machine"]
+    print(f"{machine['cpu']} (int8: {machine['int8']}, bf16: {machine['bf16']}); paths: {json.dumps(PATHS)}")
     write(record, a.out, parts)
     print(f"wrote {a.out}")
     return 0

@@ -23,7 +23,8 @@ file of ``$SPACY_ELMO_SHARED/data/lm/*.txt.gz`` (its card says which model, view
    principal directions of those tokens removed (all-but-the-top, Mu & Viswanath 2018); the
    same post-processing of the table.
 
-Writes a JSON record naming the model (weights sha256, lineage tokens) and the slices.
+Writes a JSON record naming the model (weights sha256, lineage tokens), the CPU (``machine.cpu``:
+name and vector extensions) and the slices; no date.
 """
 import argparse
 import gzip
@@ -246,7 +247,9 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     os.makedirs(args.workdir, exist_ok=True)
     paths = bench.corpus_files()
-    record = {"cpu": bench.cpu_name(), "threads": args.threads, "load_average_at_start": bench.load_avg()}
+    from spacy_elmo.bilm.cpu_budget import cpu_name
+
+    record = {"machine": {"cpu": cpu_name()}, "threads": args.threads, "load_average_at_start": bench.load_avg()}
     table, card = read_table(args.table)
     systems = table_systems(table, card, args.slices[0])
     for extra in args.extra:

@@ -17,7 +17,8 @@ full-data setting (configs/ner_base.cfg, and configs/ner_elmo.cfg with each froz
 `spacy evaluate --gold-preproc`. Runs already evaluated under --out are reused. ``--json`` writes
 the record the docs quote: perplexities, F1 per seed with mean and standard deviation, and the
 pretraining run's tokens, steps, speed, wall time, CPU, threads and schedule (from its meta.json
-and config.cfg). Run from the repository root.
+and config.cfg), and ``machine`` (``cpu``: the CPU's name and vector extensions, usable cores,
+torch) of this run; no date. Run from the repository root.
 """
 import argparse
 import json
@@ -98,6 +99,16 @@ def run_facts(run_dir: Path) -> dict:
             "commands": [" ".join(c.get("command") or []) for c in commands]}
 
 
+def machine() -> dict:
+    """The CPU (name and vector extensions), its usable cores and torch that the perplexities and
+    the NER runs used."""
+    import torch
+
+    from spacy_elmo.bilm.cpu_budget import cpu_name, usable_cpus
+
+    return {"cpu": cpu_name(), "cpus": len(usable_cpus()[0]), "torch": torch.__version__}
+
+
 def relative(record: dict, folder) -> dict:
     """``record`` with every ``FOLDER/`` prefix in its strings removed (None: unchanged)."""
     if folder is None:
@@ -116,7 +127,8 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of perplexity and the biLM in NER")
     ap.add_argument("--json", type=Path, default=None, help="write the record here")
     ap.add_argument("--relative-to", type=Path, default=None,
-                    help="write paths under this folder relative to it in the record (e.g. the scratch folder of the data)")
+                    help="write paths under this folder relative to it in the record "
+                         "(e.g. the scratch folder of the data)")
     args = ap.parse_args(argv)
     after = args.run_dir / "model"
     same_vocabulary(args.before, after)
@@ -134,7 +146,7 @@ def main(argv=None) -> None:
         "what": "Continued pretraining of the shipped biLM on domain text: held-out perplexity before and after, "
                 "and WNUT-17 NER dev F1 with the frozen biLM (tok2vec baseline, the shipped model, its tuned copy)",
         "model": model_identity(str(args.before)), "tuned": model_identity(str(after)),
-        "pretraining": run_facts(args.run_dir),
+        "pretraining": run_facts(args.run_dir), "machine": machine(),
         "heldout": {name: {"file": str(texts[name]), **values} for name, values in ppl.items()},
         "ner": {"data": "WNUT-17 train / dev (corpus/wnut17 from convert-wnut)", "setting": NER_SETTING,
                 "config": "configs/ner_base.cfg, configs/ner_elmo.cfg (frozen biLM)", "seeds": args.seeds,

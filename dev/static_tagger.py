@@ -1,15 +1,15 @@
 """The demo tagger with a distilled table as spaCy static vectors, against the plain tok2vec
 baseline and against ELMo, in the demo's setting, in one run.
 
-    SPACY_ELMO_SHARED=../shared nice -n 5 python dev/static_tagger.py [--max-lines 10000] [--threads 1]
-        [--model spacy_elmo/models/en_elmo_small] [--seed 0] [--with-both] [--workdir training/static_tagger]
-        [--json docs/results/static_tagger.json]
+    SPACY_ELMO_SHARED=../shared nice -n 5 python dev/static_tagger.py [--view average]
+        [--max-lines 10000] [--threads 1] [--model spacy_elmo/models/en_elmo_small] [--seed 0]
+        [--with-both] [--workdir training/static_tagger] [--json docs/results/static_tagger.json]
 
-1. distil: ``python -m spacy_elmo static-vectors MODEL CORPUS WORKDIR/table`` with the default
-   view (``average``), ``--min-count 5``, ``--max-contexts 100``, on the first ``--max-lines``
-   lines of each file of ``$SPACY_ELMO_SHARED/data/lm/*.txt.gz`` (the pretraining text of
-   ``en_elmo_small``); its wall time and peak RSS (the child's ``ru_maxrss``) go to
-   ``WORKDIR/distil.json``.
+1. distil: ``python -m spacy_elmo static-vectors MODEL CORPUS WORKDIR/table`` with ``--view``
+   (default ``average``, the view of the record), ``--min-count 5``, ``--max-contexts 100``, on
+   the first ``--max-lines`` lines of each file of ``$SPACY_ELMO_SHARED/data/lm/*.txt.gz`` (the
+   pretraining text of ``en_elmo_small``); its wall time and peak RSS (the child's ``ru_maxrss``)
+   go to ``WORKDIR/distil.json``.
 2. train and evaluate, as ``dev/demo_seeds.py`` does (``corpus/demo/ewt-*.spacy`` from
    ``spacy project run demo-subsets``; ``demo_max_steps``, ``demo_eval_frequency`` from
    ``project.yml``; ``spacy evaluate --gold-preproc`` of ``model-best``): ``configs/tagger_base.cfg``
@@ -44,11 +44,6 @@ STATIC = "--components.tok2vec.model.embed.include_static_vectors"
 STATIC_IN_ELMO = "--components.tagger.model.tok2vec.embed.embed.include_static_vectors"
 
 
-def cpu_name() -> str:
-    with open("/proc/cpuinfo") as f:
-        return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
-
-
 def distil(args) -> dict:
     """Distil the table into WORKDIR/table once; {"seconds", "peak_rss_mb", "command", "card"}."""
     done = args.workdir / "distil.json"
@@ -58,14 +53,14 @@ def distil(args) -> dict:
     if not files:
         raise SystemExit(f"no *.txt.gz under {shared_dir() / 'data' / 'lm'}: set SPACY_ELMO_SHARED")
     cmd = [sys.executable, "-m", "spacy_elmo", "static-vectors", args.model, *files, str(args.workdir / "table"),
-           "--max-lines", str(args.max_lines), "--threads", str(args.threads), "--quiet"]
+           "--view", args.view, "--max-lines", str(args.max_lines), "--threads", str(args.threads), "--quiet"]
     start = time.perf_counter()
     subprocess.run(cmd, check=True)
     seconds = time.perf_counter() - start
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     result = {"seconds": seconds, "peak_rss_mb": rss, "threads": args.threads,
               "command": "python -m spacy_elmo static-vectors MODEL $SPACY_ELMO_SHARED/data/lm/*.txt.gz TABLE "
-                         f"--max-lines {args.max_lines} --threads {args.threads}",
+                         f"--view {args.view} --max-lines {args.max_lines} --threads {args.threads}",
               "card": srsly.read_json(args.workdir / "table" / "card.json")}
     srsly.write_json(done, result)
     return result
@@ -120,6 +115,7 @@ def table_record(d: dict) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="spacy_elmo/models/en_elmo_small")
+    ap.add_argument("--view", default="average", help="the table's view (static-vectors --view)")
     ap.add_argument("--max-lines", type=int, default=10000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
@@ -127,6 +123,8 @@ def main(argv=None) -> None:
     ap.add_argument("--workdir", type=Path, default=Path("training/static_tagger"))
     ap.add_argument("--json", type=Path, default=None, help="write the record of this run here")
     args = ap.parse_args(argv)
+    from spacy_elmo.bilm.cpu_budget import cpu_name
+
     args.workdir.mkdir(parents=True, exist_ok=True)
     load = [round(x, 2) for x in os.getloadavg()]
     d = distil(args)
@@ -148,7 +146,8 @@ def main(argv=None) -> None:
                    f"demo_eval_frequency {demo['demo_eval_frequency']}; seed {args.seed}; frozen biLM; "
                    "dev scores from spacy evaluate --gold-preproc",
         "command": "python dev/static_tagger.py " + " ".join((argv if argv is not None else sys.argv[1:])),
-        "machine": f"{cpu_name()}, {os.cpu_count()} cores shared with other jobs (load average at start {load})",
+        "machine": {"cpu": cpu_name(), "cpus": os.cpu_count(), "shared": "with other jobs",
+                    "load_average_at_start": load},
         "table": table_record(d),
         "table_coverage": coverage(args.workdir / "table" / "spacy", {
             split: Path(f"corpus/demo/ewt-{split}.spacy") for split in ("train", "dev")}),

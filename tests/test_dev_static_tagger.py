@@ -38,8 +38,8 @@ def test_the_record_describes_the_table_from_its_card(tiny_model, tmp_path, monk
     (tmp_path / "data" / "lm").mkdir(parents=True)
     corpus = tmp_path / "data" / "lm" / "a.txt"
     corpus.write_text("the cat sat .\nthe dog sat .\na cat ran .\n", encoding="utf-8")
-    card = distil_vectors(tiny_model.directory, [str(corpus)], str(tmp_path / "table"), min_count=2, max_lines=2,
-                          progress=False)
+    card = distil_vectors(tiny_model.directory, [str(corpus)], str(tmp_path / "table"), view="average", min_count=2,
+                          max_lines=2, progress=False)
     row = tagger.table_record({"seconds": 12.5, "peak_rss_mb": 300.0, "threads": 1, "command": "cmd", "card": card})
     assert row["words"] == 3 and row["dim"] == 32 and row["view"] == "average"  # the, sat, "." in the 2 lines
     assert row["corpus"]["lines"] == 2 and row["corpus"]["tokens"] == 8
