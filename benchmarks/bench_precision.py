@@ -9,7 +9,9 @@ random models in ~/.cache/elmo-anchor, written on first use). Each variant is it
 own packed weights); after one warm-up pass each, the variants run in turn, ``--runs`` rounds,
 so that a change in the machine's load hits all of them alike; the median of each is reported.
 Variants: ``float32`` (the exact path), ``bfloat16`` (oneDNN bfloat16 products, see
-spacy_elmo/bilm/precision.py), ``bfloat16-autocast`` (the same setting with oneDNN turned off:
+spacy_elmo/bilm/precision.py), ``int8`` (oneDNN int8 LSTM products, spacy_elmo/bilm/int8.py; the
+full float32 / bfloat16 / int8 table with a record file is bench_int8.py), ``bfloat16-autocast``
+(the same setting with oneDNN turned off:
 autocast for the char CNN and ``bmm`` on bfloat16 copies in the LSTMs, the path CUDA uses).
 
 Timing: wall time and this process's CPU time (``time.process_time``) per run. On a core shared
@@ -97,7 +99,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="original | small | a directory with options.json + weights.hdf5")
     ap.add_argument("--variants", default="float32,bfloat16",
-                    help="comma-separated: float32, bfloat16, bfloat16-autocast (first = reference)")
+                    help="comma-separated: float32, bfloat16, bfloat16-autocast, int8 (first = reference)")
     ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
     ap.add_argument("--std", type=float, default=0.05, help="weight std of the random models (bench_bilm.py --std)")
     ap.add_argument("--conllu", default=os.path.join(bench_bilm.SHARED, "data", "ud_en_ewt", "en_ewt-ud-dev.conllu"))
@@ -114,7 +116,7 @@ def main():
 
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     for v in variants:
-        if v not in ("float32", "bfloat16", "bfloat16-autocast"):
+        if v not in ("float32", "bfloat16", "bfloat16-autocast", "int8"):
             ap.error(f"unknown variant {v!r}")
     torch.set_num_threads(a.threads)
     mdir = bench_bilm.model_dir(a.model, a.models, a.std)

@@ -8,12 +8,16 @@ Trains the demo's baseline and, per MODEL, its ELMo pipeline once per seed, in t
 `demo_eval_frequency` from `project.yml`; frozen biLM), evaluates each `model-best` on the demo dev subset with
 `spacy evaluate --gold-preproc`, and prints the score of every run, the mean gain of each model
 over the baseline of the same seed, and each model's mean paired difference from the first MODEL
-(with its standard deviation and how many seeds it is positive in). One seed's demo score moves by
-about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is what to compare.
+(with its standard deviation and how many seeds it is positive in). One run's demo gain moves by a
+few tenths of a UPOS point and a few F1 points with the seed, the CPU and the thread count (the
+README's demo table); the mean over five seeds is what to compare.
 LABEL (default: the model directory's name) names its runs under DIR; runs already evaluated
 there are reused. ``--json`` writes the record the docs quote: every seed's scores, each model's
-mean gain and its standard deviation over the seeds, and the model (weights sha256, lineage tokens
-from its meta.json). Run from the repository root; `python -m spacy` there imports that checkout's
+mean gain and its standard deviation over the seeds, the model (weights sha256, lineage tokens
+from its meta.json) and the CPU. ``--docs-record OUT TAGGER.json NER.json`` merges the two tasks'
+records into the one the README quotes (``docs/results/demo_seeds.json``: per component the
+means, the gain's standard deviation and range over the seeds, every seed's scores), without
+training. Run from the repository root; `python -m spacy` there imports that checkout's
 `spacy_elmo`, so a registered name such as `en_elmo_small` means that checkout's model: pass paths.
 """
 import argparse
@@ -31,8 +35,9 @@ TASKS = {  # config stem, demo data, score key in spacy evaluate's output
 }
 
 
-def run_once(task: str, label: str, model, seed: int, out: Path) -> float:
-    """Train and evaluate one demo pipeline (``model`` None: the tok2vec baseline); the dev score x 100."""
+def run_once(task: str, label: str, model, seed: int, out: Path, overrides=()) -> float:
+    """Train and evaluate one demo pipeline (``model`` None: the tok2vec baseline; ``overrides``:
+    more ``spacy train`` arguments, e.g. ``--paths.vectors DIR``); the dev score x 100."""
     stem, data, key = TASKS[task]
     name = f"{stem}-{label}-s{seed}"
     scores = out / f"{name}.json"
@@ -45,6 +50,7 @@ def run_once(task: str, label: str, model, seed: int, out: Path) -> float:
                  "--training.eval_frequency", str(demo["demo_eval_frequency"]), "--system.seed", str(seed)]
         if model is not None:
             train += ["--components.elmo.model.name", str(model)]
+        train += list(overrides)
         subprocess.run(train, check=True, stdout=subprocess.DEVNULL)
         subprocess.run([sys.executable, "-m", "spacy", "evaluate", str(out / name / "model-best"),
                         f"corpus/demo/{data}-dev.spacy", "--output", str(scores), "--gold-preproc", "--gpu-id", "-1"],
@@ -92,8 +98,20 @@ def model_identity(model: str) -> dict:
             "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen"))}
 
 
-def seed_record(task: str, seeds: list, base: list, models: dict, identities: dict) -> dict:
-    """The JSON record of one run of this script (scores x 100, per seed and summarized)."""
+def machine() -> dict:
+    """The CPU and torch the runs used (a speed or a score can depend on both)."""
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from spacy_elmo.bilm.cpu_budget import cpu_name, usable_cpus
+
+    return {"cpu": cpu_name(), "cpus": len(usable_cpus()[0]), "torch": torch.__version__,
+            "threads": "the configs' threads = \"auto\""}
+
+
+def seed_record(task: str, seeds: list, base: list, models: dict, identities: dict, where=None) -> dict:
+    """The JSON record of one run of this script (scores x 100, per seed and summarized); ``where``:
+    :func:`machine`'s dict (default: the CPU running the script)."""
     rows = {}
     for label, scores in models.items():
         gains = [m - b for m, b in zip(scores, base)]
@@ -101,7 +119,32 @@ def seed_record(task: str, seeds: list, base: list, models: dict, identities: di
                        "elmo_mean": statistics.mean(scores), "gain_mean": statistics.mean(gains),
                        "gain_sd": statistics.stdev(gains) if len(gains) > 1 else None}
     return {"task": task, "score": TASKS[task][2], "seeds": seeds, "baseline": base,
-            "baseline_mean": statistics.mean(base), "models": rows}
+            "baseline_mean": statistics.mean(base), "models": rows, "machine": where or machine()}
+
+
+DATA = {"tagger": "UD English-EWT, UPOS accuracy", "ner": "CoNLL-2003, F1"}
+
+
+def docs_record(records: list, label: str = "en_elmo_small") -> dict:
+    """The README's record from per-task records of :func:`seed_record` (one model ``label``, the
+    same machine in each): per component its seeds, the baseline, ELMo and gain means, the gain's
+    sample standard deviation and its range over the seeds, and every seed's scores (x 100).
+    Raises SystemExit when the records differ in model or CPU."""
+    first = records[0]
+    for other in records[1:]:
+        if other["machine"] != first["machine"]:
+            raise SystemExit(f"the task records differ in machine: {first['machine']} against {other['machine']}")
+        if other["models"][label]["model"] != first["models"][label]["model"]:
+            raise SystemExit(f"the task records were made with different weights of {label!r}")
+    rows = []
+    for rec in records:
+        row = rec["models"][label]
+        rows.append({"component": rec["task"], "data": DATA[rec["task"]], "seeds": rec["seeds"],
+                     "baseline_mean": rec["baseline_mean"],
+                     "elmo_mean": row["elmo_mean"], "gain_mean": row["gain_mean"], "gain_sd": row["gain_sd"],
+                     "gain_min": min(row["gains"]), "gain_max": max(row["gains"]),
+                     "baseline": rec["baseline"], "elmo": row["scores"], "gains": row["gains"]})
+    return {"model": first["models"][label]["model"], "machine": first["machine"], "rows": rows}
 
 
 def main(argv=None) -> None:
@@ -111,7 +154,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--out", type=Path, default=Path("training/demo_seeds"))
     ap.add_argument("--json", type=Path, default=None, help="write the record of this run here")
+    ap.add_argument("--docs-record", type=Path, default=None,
+                    help="merge the task records given as MODELS into this record (no training)")
     args = ap.parse_args(argv)
+    if args.docs_record:
+        merged = docs_record([srsly.read_json(path) for path in args.models])
+        base = srsly.read_json(args.docs_record) if args.docs_record.is_file() else {}
+        srsly.write_json(args.docs_record, {**base, **merged})  # keeps the record's prose fields
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     named = labelled(args.models)
     base, models = [], {label: [] for label in named}

@@ -70,8 +70,8 @@ def demo_block(meta: dict) -> str:
                      f"{row['elmo'] - row['baseline']:+.2f} |")
     lines.append("")
     lines.append(f"One run of `spacy project run demo` ({demo['setting']}); dev scores from `spacy evaluate`. "
-                 "One run varies by about 0.1-0.2 UPOS points and 1-2 F1 points; the mean over five seeds is in "
-                 "the repository's README.")
+                 "One run's gain moves by a few tenths of a UPOS point and a few F1 points with the seed, the CPU "
+                 "and the thread count; the mean over seeds, with its spread, is in the repository's README.")
     return "\n".join(lines) + "\n"
 
 
@@ -181,8 +181,11 @@ def _speed(meta: dict) -> str:
     sp = meta.get("evaluation", {}).get("speed")
     if not sp:
         return ""
+    previous = (f"; {sp['previous_shape']}: {sp['previous_tokens_per_s']:,.0f} tokens/s and "
+                f"{sp['previous_bytes_per_token']:,} bytes per token" if sp.get("previous_shape") else "")
+    measured = f"; measured with {sp['measured_with']}" if sp.get("measured_with") else ""
     return (f"- Speed and memory: {sp['tokens_per_s']:,.0f} tokens/s and {sp['bytes_per_token']:,} bytes per token "
-            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}).\n")
+            f"in `doc._.elmo` (`{sp['command']}`, {sp['machine']}{measured}{previous}).\n")
 
 
 def replace_block(text: str, name: str, body: str, path: Path) -> str:

@@ -188,8 +188,8 @@ def markdown(runs: List[Dict], title: str, plots: Dict[str, str], missing: List[
             "|---|---|---:|---:|---:|",
             *gains,
             "",
-            "One run each: a run's dev score varies by about 0.1-0.2 UPOS points and 1-2 F1 points (the "
-            "README's demo table gives the mean over five seeds).",
+            "One run each: a run's gain moves by a few tenths of a UPOS point and a few F1 points with the "
+            "seed, the CPU and the thread count (the README's demo table gives the mean over seeds and its spread).",
             "",
         ]
 

@@ -88,3 +88,15 @@ def test_component_threads_setting():
         assert torch.get_num_threads() == before  # restored after the call
     numpy.testing.assert_allclose(layers[1], layers[2], atol=1e-5)
     numpy.testing.assert_allclose(layers[1], layers["auto"], atol=1e-5)
+
+
+def test_cpu_name_gives_the_model_and_the_extensions_torch_uses(tmp_path):
+    from spacy_elmo.bilm.cpu_budget import cpu_name
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n"
+                    "flags\t\t: fpu sse avx2 avx512f avx512_vnni amx_tile\n\nprocessor\t: 1\n")
+    assert cpu_name(str(info)) == "Intel Xeon Processor (AVX-512, VNNI, AMX)"
+    info.write_text("model name\t: AMD EPYC 7R13 Processor\nflags\t\t: fpu avx2\n")
+    assert cpu_name(str(info)) == "AMD EPYC 7R13 Processor"
+    assert cpu_name(str(tmp_path / "missing"))  # platform.processor() or "unknown CPU": never empty

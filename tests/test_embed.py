@@ -197,6 +197,8 @@ def test_existing_output_with_other_arguments(model, tmp_path):
     (["--dtype", "float64"], "--dtype 'float64'"),
     (["--format", "csv"], "--format 'csv'"),
     (["--model", "elmo-small"], "not downloaded.*python -m spacy_elmo download elmo-small"),
+    (["--precision", "int4"], "--precision 'int4': expected one of float32, bfloat16, int8"),
+    (["--precision", "int8", "--ray", "auto"], "--precision int8: runs without --ray only"),
 ])
 def test_cli_errors_are_one_line(model, tmp_path, extra, message):
     src = write_lines(tmp_path / "in.txt", LINES)
@@ -253,3 +255,29 @@ def test_tokens_per_second_is_of_the_bilm_alone(model, tmp_path, monkeypatch):
     assert 0 < summary["embed_seconds"] < summary["seconds"] - 0.25
     result = CliRunner().invoke(app, ["embed", src, str(tmp_path / "t.hdf5"), "--model", model[0], "--quiet"])
     assert result.exit_code == 0 and "tokens/s in the biLM" in result.output and "after the model load" in result.output
+
+
+@pytest.mark.filterwarnings("ignore:spacy_elmo. precision = 'int8' falls back")
+def test_precision_int8_and_its_output_arguments(model, tmp_path):
+    """--precision int8 embeds with BiLM(precision="int8") (float32 on a CPU without int8
+    instructions, with a warning); a non-default precision is one of the arguments that decide
+    the output, so switching it needs --overwrite, and float32 outputs keep their arguments."""
+    d, bilm = model
+    src = write_lines(tmp_path / "in.txt", LINES)
+    out = str(tmp_path / "out.hdf5")
+    embed_file(src, out, model=d, progress=False)
+    assert "precision" not in writer.written_args(out)
+    with pytest.raises(ElmoConfigError, match="exists .*--overwrite"):
+        embed_file(src, out, model=d, progress=False, precision="int8")
+    embed_file(src, out, model=d, progress=False, precision="int8", overwrite=True)
+    assert writer.written_args(out)["precision"] == "int8"
+    low = BiLM.from_files(os.path.join(d, "options.json"), os.path.join(d, "weights.hdf5"), precision="int8")
+    _, data = read_allennlp(out)
+    differs = []
+    for i, line in enumerate(LINES):
+        want = low.embed_sentences([tokens(line)])[0]
+        assert numpy.array_equal(data[str(i)], want)
+        differs.append(not numpy.array_equal(want, bilm.embed_sentences([tokens(line)])[0]))
+    assert any(differs) == (low.effective_precision == "int8")
+    result = CliRunner().invoke(app, ["embed", src, out, "--model", d, "--quiet", "--precision", "int8"])
+    assert result.exit_code == 0 and "already complete" in result.output

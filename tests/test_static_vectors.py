@@ -141,7 +141,7 @@ def test_gzip_and_globs_as_pretrain_reads_them(tiny_model, tmp_path):
     card = distil_vectors(tiny_model.directory, [str(tmp_path / "c" / "*")], str(tmp_path / "out"), min_count=2,
                           progress=False)
     assert card["counts"]["records"] == 5 and len(card["corpus"]["files"]) == 2
-    assert card["view"] == "average"
+    assert card["view"] == "top"  # the default view
 
 
 def test_max_lines_reads_a_slice_of_each_file(tiny_model, tmp_path):
@@ -302,6 +302,37 @@ def test_resume_after_kill_9_gives_the_uninterrupted_table(tiny_model, tmp_path,
     whole, resumed = spacy.load(tmp_path / "whole" / "spacy"), spacy.load(tmp_path / "out" / "spacy")
     numpy.testing.assert_array_equal(resumed.vocab.vectors.data, whole.vocab.vectors.data)
     assert not (tmp_path / "out.partial").exists()
+
+
+WRITE_KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from spacy_elmo.static import run, writer
+    def die_while_writing(path, words, table):
+        open(path, "wb").write(b"half")  # a torn vectors.txt.gz, after spacy/ was written
+        os.kill(os.getpid(), signal.SIGKILL)
+    writer.write_word2vec = die_while_writing
+    run.distil_vectors(sys.argv[1], [sys.argv[2]], sys.argv[3], min_count=2, view="top", overwrite=True,
+                       progress=False)
+""")
+
+
+def test_kill_9_while_writing_leaves_only_the_partial_folder(tiny_model, tmp_path):
+    distil(tiny_model, tmp_path, view="layer_1")
+    corpus, out = str(tmp_path / "corpus.txt"), tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", WRITE_KILLER, tiny_model.directory, corpus, str(out)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr
+    # the complete earlier output is untouched; the torn copy lies inside out.partial, nowhere else
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out", "out.partial"]
+    assert json.loads((out / "card.json").read_text())["view"] == "layer_1"
+    assert (tmp_path / "out.partial" / "output.writing" / "vectors.txt.gz").read_bytes() == b"half"
+    card = distil_vectors(tiny_model.directory, [corpus], str(out), min_count=2, view="top", overwrite=True,
+                          progress=False)
+    assert card["resumed"] and json.loads((out / "card.json").read_text())["view"] == "top"
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out"]
+    with gzip.open(out / "vectors.txt.gz", "rt") as f:
+        assert f.readline() == "7 32\n"
 
 
 def test_other_arguments_start_afresh(tiny_model, tmp_path):

@@ -62,3 +62,18 @@ def test_no_work_log_wording_in_the_product():
             continue
         hits += [f"{rel}:{n}: {m!r}" for n, m in offending_lines(text)]
     assert not hits, "describe the software, not how it was made:\n" + "\n".join(hits)
+
+
+PLACEHOLDER = re.compile(r"@[A-Z][A-Z0-9_]*@")  # a number or table a script was meant to fill in
+
+
+def test_the_placeholder_pattern_catches_unfilled_slots():
+    assert PLACEHOLDER.search("about @LOOKUP_X@ times") and PLACEHOLDER.search("@MEASURED@")
+    assert not PLACEHOLDER.search("user@example.com") and not PLACEHOLDER.search("@property")
+
+
+def test_no_unfilled_placeholders_in_the_pages():
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    found = [f"{p.relative_to(REPO)}:{i}" for p in pages
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if PLACEHOLDER.search(line)]
+    assert found == []

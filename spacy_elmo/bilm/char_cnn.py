@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ..errors import ElmoConfigError, ElmoDataError
-from . import onednn
+from . import int8, onednn
 from .chars import MAX_CHARS, N_CHARACTERS, PAD_ID, char_lengths
 
 # Tokens per convolution call: tokens are sorted by length and cut into chunks of this size, so
@@ -29,6 +29,11 @@ CHUNK = 256
 # least CONV_LEAST_ROWS rows.
 CONV_ROWS = 1024
 CONV_LEAST_ROWS = 64
+
+
+def _int8_dense(x: torch.Tensor, weight: "int8.QWeight", bias: torch.Tensor) -> torch.Tensor:
+    """x (m, in) float32 @ W + bias through :func:`.int8.linear` (x quantized per row)."""
+    return int8.linear(int8.quantize_rows(x), weight, bias)
 
 
 class Highway(nn.Module):
@@ -161,6 +166,8 @@ class CharCNN(nn.Module):
         grad = torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())
         fast = onednn.available(flat.device, self.projection.weight.dtype) and not grad
         lowp = self.gemm_dtype != torch.float32 and self.projection.weight.dtype == torch.float32 and not grad
+        if lowp and self.gemm_dtype == torch.int8:  # precision "int8": resolved only where oneDNN runs it
+            return self._encode_onednn(flat, longest, quantized=True)
         if lowp and fast and self.gemm_dtype == torch.bfloat16:
             return self._encode_onednn_bf16(flat, longest)
         if lowp:  # GPU (or CPU without oneDNN): autocast; float32 result
@@ -187,20 +194,29 @@ class CharCNN(nn.Module):
             return x
         return torch.cat([self.word_embedding(flat[:, self.max_chars]).to(x.dtype), x], dim=-1)
 
-    def _packed_weights(self):
-        """oneDNN copies: per conv (width * char_dim, n) [tap-major], per highway, projection."""
+    def _packed_weights(self, quantized: bool = False):
+        """oneDNN copies: per conv (width * char_dim, n) [tap-major], per highway, projection
+        (with ``quantized``, the highway and projection weights as int8 :class:`.int8.QWeight`)."""
+        dense = int8.quantize_weight if quantized else onednn.pack
+
         def build():
             convs = [onednn.pack(c.weight.permute(2, 1, 0).reshape(-1, c.out_channels)) for c in self.convs]
-            highways = [onednn.pack(h.linear.weight.t()) for h in self.highways]
-            return convs, highways, onednn.pack(self.projection.weight.t())
+            highways = [dense(h.linear.weight.t()) for h in self.highways]
+            return convs, highways, dense(self.projection.weight.t())
 
-        return self._packed.get(list(self.parameters()), build)
+        return self._packed.get(list(self.parameters()), build, tag="int8" if quantized else None)
 
-    def _encode_onednn(self, flat: torch.Tensor, longest: int) -> torch.Tensor:
+    def _encode_onednn(self, flat: torch.Tensor, longest: int, quantized: bool = False) -> torch.Tensor:
         """Same arithmetic as the nn.Conv1d path, as GEMMs over unfolded windows (im2col) with
         pre-packed oneDNN weights (:meth:`_conv_max`); the bias is added after the max (rounding
-        is monotonic, so max(x + b) == max(x) + b exactly)."""
-        convs, highways, projection = self._packed_weights()
+        is monotonic, so max(x + b) == max(x) + b exactly).
+
+        ``quantized`` (precision "int8", not exact): the highway and projection products in int8
+        (:func:`.int8.linear`: inputs quantized per token, weights per output channel, int32
+        accumulation; at the original size ~7x the float32 highway product); the convolutions,
+        max-pool, activation and highway gates stay float32."""
+        convs, highways, projection = self._packed_weights(quantized)
+        dense = _int8_dense if quantized else onednn.linear
         T = flat.shape[0]
         emb = self.char_embedding(flat[:, : min(self.max_chars, longest + self.max_width)])  # (T, keep, d)
         pooled = emb.new_empty(T, self.n_filters)
@@ -213,8 +229,8 @@ class CharCNN(nn.Module):
             col += n
         x = torch.relu_(pooled) if self.activation == "relu" else torch.tanh_(pooled)
         for highway, packed in zip(self.highways, highways):
-            x = highway.gate(onednn.linear(x, packed, highway.linear.bias), x)
-        return onednn.linear(self._with_words(x, flat), projection, self.projection.bias)
+            x = highway.gate(dense(x, packed, highway.linear.bias), x)
+        return dense(self._with_words(x, flat), projection, self.projection.bias)
 
     def _packed_weights_bf16(self):
         """:meth:`_packed_weights` as bfloat16 copies (replacing any float32 ones in the cache)."""

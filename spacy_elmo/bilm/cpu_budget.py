@@ -78,6 +78,30 @@ def usable_cpus() -> Tuple[set, float]:
     return cpus, min(float(len(cpus)), quota) if quota else float(len(cpus))
 
 
+# /proc/cpuinfo flags worth naming next to a speed number: torch's CPU kernels depend on them
+_CPU_FLAGS = (("avx512f", "AVX-512"), ("avx512_vnni", "VNNI"), ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX"))
+
+
+def cpu_name(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU a number was measured on, for records: the first ``model name`` of ``cpuinfo``
+    (without trademark signs) with the vector extensions torch's kernels use, e.g. ``"AMD EPYC 9R14 96-Core Processor
+    (AVX-512, AVX512-BF16)"``; ``platform.processor()`` (or ``"unknown CPU"``) where the file
+    cannot be read."""
+    import platform
+
+    try:
+        with open(cpuinfo, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+                 platform.processor() or "unknown CPU")
+    model = " ".join(model.replace("(R)", "").replace("(TM)", "").split())
+    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")), set())
+    named = [name for flag, name in _CPU_FLAGS if flag in flags]
+    return f"{model} ({', '.join(named)})" if named else model
+
+
 def _cpu_ticks(cpus: set) -> Optional[Tuple[int, int]]:
     """(busy ticks of the given CPUs, this process's own ticks) from /proc, or None."""
     try:

@@ -29,7 +29,7 @@ from typing import Callable, List, Optional, Tuple
 import torch
 from torch import nn
 
-from . import lstm_paths, onednn
+from . import int8, lstm_paths, onednn
 from .packing import Packing
 
 FORGET_BIAS = 1.0  # bilm-tf's LSTMCell(forget_bias=1.0), added at run time
@@ -178,3 +178,8 @@ class ElmoLstm(nn.Module):
                         for l in range(self.n_layers)]
 
         return self._packed.get([*self.w_input, *self.w_state, *self.w_proj], build, tag=("copy", dtype))
+
+    def int8_weights(self) -> List[Tuple[Tuple["int8.QWeight", ...], ...]]:
+        """Per layer ([w_input_d], [w_state_d], [w_proj_d]) as per-channel int8 (:mod:`.int8`); cached."""
+        return self._packed.get([*self.w_input, *self.w_state, *self.w_proj], lambda: int8.quantize_lstm(self),
+                                tag="int8")

@@ -15,6 +15,8 @@ summation order (the reference tests hold each to bilm-tf's outputs).
 - :class:`OneDnnBf16Path` / :class:`LowPrecisionPath`: ``gemm_dtype`` bfloat16 / float16 (set by
   ``BiLM(precision=...)``; not exact, see :mod:`.precision`), no autograd, on CPU with oneDNN /
   elsewhere. Outputs and states stay float32.
+- :class:`.int8.Int8Path`: ``gemm_dtype`` int8 (``BiLM(precision="int8")``), CPU with oneDNN:
+  int8 products with per-row / per-channel scales (not exact; its own module).
 
 Speed: the input projection of all time steps is one matrix product per layer and direction (in
 pieces for long inputs: whole steps on the bmm paths, fixed tiles of packed rows on the oneDNN
@@ -43,6 +45,11 @@ ONEDNN_CHUNK_FLOATS = 1 << 22
 # would add work to every step); larger step batches are rounded up to row buckets (see onednn).
 STEP_EXACT_ROWS = 64
 
+# Paths in modules of their own, by ``gemm_dtype`` (CPU float32 inputs with oneDNN): each module
+# adds itself on import (.int8 adds torch.int8 -> Int8Path; .lstm imports it)
+ONEDNN_DTYPE_PATHS: dict = {}
+
+
 def choose(lstm: LstmWeights, inputs: torch.Tensor, zero_state: bool = True) -> LayerPath:
     """The path for this call. When anything requires grad: the training path
     (:func:`.lstm_train.train_path`: zero initial state, float32) else :class:`AutogradPath`;
@@ -50,7 +57,9 @@ def choose(lstm: LstmWeights, inputs: torch.Tensor, zero_state: bool = True) -> 
     if torch.is_grad_enabled() and (inputs.requires_grad or any(p.requires_grad for p in lstm.parameters())):
         return lstm_train.train_path(lstm, inputs, zero_state) or AutogradPath()
     has_onednn = onednn.available(inputs.device, inputs.dtype)
-    if lstm.gemm_dtype != torch.float32 and inputs.dtype == torch.float32:
+    if lstm.gemm_dtype in ONEDNN_DTYPE_PATHS and inputs.dtype == torch.float32 and has_onednn:
+        return ONEDNN_DTYPE_PATHS[lstm.gemm_dtype]()
+    if lstm.gemm_dtype not in (torch.float32, torch.int8) and inputs.dtype == torch.float32:
         return OneDnnBf16Path() if lstm.gemm_dtype == torch.bfloat16 and has_onednn else LowPrecisionPath()
     return OneDnnPath() if has_onednn else BmmPath()
 

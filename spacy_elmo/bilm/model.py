@@ -56,11 +56,14 @@ class BiLM(nn.Module):
     Attributes: ``options`` (checked dict), ``indexer`` (token strings -> id rows, see
     :mod:`.indexer`), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
 
-    ``precision``: "float32" (default, exact) or "bfloat16" (opt-in, inference without autograd):
-    the matrix products read bfloat16 operands and accumulate in float32, everything element-wise
-    and the outputs stay float32; on a CPU without AVX512-BF16 / AMX it falls back to float32
-    with a warning, on CUDA it uses autocast (bfloat16, or float16 where unsupported). See
-    :mod:`.precision`. Settable later (``bilm.precision = "bfloat16"``); not saved in the files.
+    ``precision``: "float32" (default, exact), "bfloat16" or "int8" (opt-in, inference without
+    autograd). bfloat16: the matrix products read bfloat16 operands and accumulate in float32,
+    everything element-wise and the outputs stay float32; on a CPU without AVX512-BF16 / AMX it
+    falls back to float32 with a warning, on CUDA it uses autocast (bfloat16, or float16 where
+    unsupported). int8 (CPU): the LSTM, highway and token projection products in int8 with int32
+    accumulation (per-channel weights, per-row activations; :mod:`.int8`); float32 with a warning
+    on a CPU without VNNI / AMX-INT8 and on other devices. See :mod:`.precision`. Settable later
+    (``bilm.precision = "int8"``); not saved in the files.
     """
 
     def __init__(self, options: dict, stateful: bool = False, precision: str = "float32") -> None:
@@ -86,7 +89,7 @@ class BiLM(nn.Module):
 
     @property
     def precision(self) -> str:
-        """The requested precision, "float32" or "bfloat16" (see :attr:`effective_precision`)."""
+        """The requested precision, "float32", "bfloat16" or "int8" (see :attr:`effective_precision`)."""
         return self._precision
 
     @precision.setter
@@ -97,8 +100,8 @@ class BiLM(nn.Module):
 
     @property
     def effective_precision(self) -> str:
-        """What the products run in on the parameters' device: "float32", "bfloat16" or
-        "float16" (resolving, and warning about a fallback, on first use there)."""
+        """What the products run in on the parameters' device: "float32", "bfloat16", "float16" or
+        "int8" (resolving, and warning about a fallback, on first use there)."""
         return self._apply_precision(self.device).name
 
     def _apply_precision(self, device: torch.device) -> Resolved:

@@ -1,7 +1,8 @@
 """Reduced-precision inference for the biLM: what ``BiLM(..., precision=...)`` runs on each device.
 
-``precision`` is ``"float32"`` (default: exact, the parity-tested path) or ``"bfloat16"``
-(opt-in, inference only). With ``"bfloat16"``:
+``precision`` is ``"float32"`` (default: exact, the parity-tested path), ``"bfloat16"`` or
+``"int8"`` (opt-in, inference only; int8 is CPU-only and described in :mod:`.int8`). With
+``"bfloat16"``:
 
 - CPU with native bfloat16 products (AVX512-BF16 or AMX, and a oneDNN build that uses them): the
   matrix products (char-CNN convolutions as im2col GEMMs, highway and projection layers, the
@@ -31,8 +32,9 @@ from typing import NamedTuple, Optional
 import torch
 
 from ..errors import ElmoConfigError
+from . import int8
 
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = ("float32", "bfloat16", "int8")
 
 
 def cpu_name() -> str:
@@ -72,6 +74,18 @@ def cpu_bf16_capability() -> str:
     return ""
 
 
+def cpu_int8_capability() -> str:
+    """'amx_int8', 'avx512_vnni', 'avx_vnni' or '' (none): this CPU's int8 dot-product
+    instructions, as torch reports them, else from the /proc/cpuinfo flags."""
+    caps = torch.cpu.get_capabilities() if hasattr(torch.cpu, "get_capabilities") else None
+    if caps is None:
+        caps = {name: True for name in _cpuinfo_flags()}
+    for name in ("amx_int8", "avx512_vnni", "avx_vnni"):
+        if caps.get(name):
+            return name
+    return ""
+
+
 def onednn_bf16_supported() -> bool:
     """True when torch's oneDNN build runs bfloat16 products on this CPU."""
     try:
@@ -89,8 +103,8 @@ def check_precision(value: object, where: str = "precision") -> str:
 
 class Resolved(NamedTuple):
     """What a precision setting runs as on one device. ``gemm_dtype``: the dtype of the matrix
-    products' operands (torch.float32 = the exact path); ``name``: "float32", "bfloat16" or
-    "float16"; ``reason``: one line, for logs and benchmarks."""
+    products' operands (torch.float32 = the exact path; torch.int8 = :mod:`.int8`); ``name``:
+    "float32", "bfloat16", "float16" or "int8"; ``reason``: one line, for logs and benchmarks."""
 
     gemm_dtype: torch.dtype
     name: str
@@ -99,11 +113,13 @@ class Resolved(NamedTuple):
 
 def resolve(precision: str, device: Optional[torch.device] = None) -> Resolved:
     """Resolve a checked ``precision`` for ``device`` (default CPU). Warns (once per call) when
-    "bfloat16" falls back to float32. Raises ValueError for a value not in PRECISIONS."""
+    "bfloat16" or "int8" falls back to float32. Raises ValueError for a value not in PRECISIONS."""
     check_precision(precision)
     device = torch.device(device if device is not None else "cpu")
     if precision == "float32":
         return Resolved(torch.float32, "float32", "float32 (as configured)")
+    if precision == "int8":
+        return _resolve_int8(device)
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
             return Resolved(torch.bfloat16, "bfloat16", f"bfloat16 autocast on {device}")
@@ -119,3 +135,20 @@ def resolve(precision: str, device: Optional[torch.device] = None) -> Resolved:
     warnings.warn(f"spacy_elmo: precision = 'bfloat16' falls back to float32: {why} ({cpu_name()})",
                   RuntimeWarning, stacklevel=3)
     return Resolved(torch.float32, "float32", f"float32 (bfloat16 requested; {why})")
+
+
+def _resolve_int8(device: torch.device) -> Resolved:
+    """"int8" (:mod:`.int8`) on a CPU with int8 dot-product instructions and torch's oneDNN int8
+    ops; else float32 with one warning."""
+    cap = cpu_int8_capability() if device.type == "cpu" else ""
+    if cap and int8.ops_available():
+        return Resolved(torch.int8, "int8", f"int8 products on CPU ({cap})")
+    if device.type != "cpu":
+        why = f"the int8 path is CPU-only (device {device.type!r})"
+    elif not cap:
+        why = "this CPU has no int8 dot-product instructions (AVX512-VNNI, AVX-VNNI or AMX-INT8)"
+    else:
+        why = f"torch {torch.__version__} lacks oneDNN's int8 linear ops, or oneDNN is off ({cap})"
+    warnings.warn(f"spacy_elmo: precision = 'int8' falls back to float32: {why} ({cpu_name()})",
+                  RuntimeWarning, stacklevel=4)
+    return Resolved(torch.float32, "float32", f"float32 (int8 requested; {why})")

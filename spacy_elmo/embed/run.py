@@ -20,10 +20,14 @@ from .writer import Output, written_args
 def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_spec: str = "all",
                dtype: str = "float32", pretokenized: bool = False, lang: str = "en", fmt: Optional[str] = None,
                text_field: str = "text", batch_size: int = 64, group_mb: float = 64.0, overwrite: bool = False,
-               progress: bool = True, max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE) -> dict:
+               progress: bool = True, max_tokens_per_line: int = inputs.MAX_TOKENS_PER_LINE,
+               precision: str = "float32") -> dict:
     """Embed every record of ``input_path`` into ``output`` (HDF5, AllenNLP ``elmo`` layout; see
     :mod:`.writer`). ``model``: a name or directory as everywhere (default: the packaged
-    DEFAULT_MODEL); ``layer_spec``: see :mod:`.layers`; ``dtype``: float32 or float16.
+    DEFAULT_MODEL); ``layer_spec``: see :mod:`.layers`; ``dtype``: float32 or float16 (of the
+    stored vectors); ``precision``: the biLM's products, "float32" (exact), "bfloat16" or "int8"
+    (``BiLM(precision=...)``, see :mod:`spacy_elmo.bilm.precision`; a non-default value is one of
+    the arguments that decide the output).
     Returns {"sentences", "tokens" (all records), "embedded", "embedded_tokens" (computed in this
     run, not skipped), "seconds" (reading, tokenizing, embedding and writing; not the model load),
     "embed_seconds" (the biLM's calls alone: what tokens/s is of), "output", "already_complete"
@@ -42,6 +46,8 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     check_output(input_path, output)
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
+    if check_precision(precision) != "float32":  # float32 outputs written before --precision existed match
+        args["precision"] = precision
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
                "embed_seconds": 0.0, "output": output, "already_complete": False}
     with lock_output(output):  # for the whole run: a second embed into OUTPUT is refused at once
@@ -53,7 +59,7 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
                 raise ElmoConfigError(f"{output} exists (written with other arguments, or not by this command): pass "
                                  "--overwrite or choose another file")
         _check_limit(max_tokens_per_line)
-        bilm = load_bilm(p.model_dir)
+        bilm = load_bilm(p.model_dir, precision=precision)
         groups = read_groups(input_path, p, pretokenized, lang, text_field, max_tokens_per_line)
         total = inputs.count(input_path, fmt)
         with Output(output, args) as out:
@@ -132,6 +138,15 @@ def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str 
 def _check_limit(max_tokens_per_line: int) -> None:
     if isinstance(max_tokens_per_line, bool) or not isinstance(max_tokens_per_line, int) or max_tokens_per_line < 1:
         raise ElmoConfigError(f"--max-tokens-per-line must be an integer >= 1, got {max_tokens_per_line!r}")
+
+
+def check_precision(precision: str) -> str:
+    """``precision`` if it is one of the biLM's precisions, else ElmoConfigError (one line)."""
+    from ..bilm.precision import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise ElmoConfigError(f"--precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    return precision
 
 
 def _check_options(layer_spec, dtype, batch_size, group_mb) -> layers.LayerSpec:

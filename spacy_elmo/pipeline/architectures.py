@@ -47,7 +47,7 @@ def elmo_bilm_v1(name: Optional[str] = BILM.name, options_path: Optional[str] = 
         "float16" entries; see :mod:`.cache`).
     threads: torch intra-op threads per biLM call on CPU: "auto" (fewer while other processes
         keep cores busy; see :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int.
-    precision: "float32" (exact) or "bfloat16" (see :mod:`spacy_elmo.bilm.precision`); a runtime
+    precision: "float32" (exact), "bfloat16" or "int8" (see :mod:`spacy_elmo.bilm.precision`); a runtime
         setting, not part of the saved weights.
     """
     return build_bilm({"name": name, "options_path": options_path, "weights_path": weights_path,

@@ -53,7 +53,7 @@ def make_elmo(nlp: Language, name: str, model: Model, store: str = "all", dtype:
         ``batch_size`` (sentences per biLM call), ``cache_mb`` / ``cache_dtype`` (the layer cache
         of frozen training, see :mod:`.cache`), ``threads`` ("auto" or a positive int; see
         :mod:`spacy_elmo.bilm.cpu_budget`; ``SPACY_ELMO_THREADS`` overrides it) and
-        ``precision`` ("float32" or "bfloat16", a runtime setting: override it at load time with
+        ``precision`` ("float32", "bfloat16" or "int8", a runtime setting: override it at load time with
         ``spacy.load(path, config={"components": {name: {"model": {"precision": ...}}}})``;
         see :mod:`spacy_elmo.bilm.precision`). See :func:`.architectures.elmo_bilm_v1`.
     store: what goes on ``doc._.elmo``, a layer spec (:mod:`spacy_elmo.layer_spec`) or "none":

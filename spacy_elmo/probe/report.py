@@ -107,8 +107,8 @@ def markdown(result: dict) -> str:
              f"{result['contextuality']['layer_0']['words']} words in >= 5 sentences)"
              + (f"; layer means from {centred['means_from']}." if centred else "."),
              f"Time: {t['total']:.0f} s in all ({', '.join(f'{k} {v:.0f} s' for k, v in t.items() if k != 'total')}); "
-             f"torch threads {result['environment']['torch_threads']}, "
-             f"usable CPUs {result['environment']['cpus_usable']}."]
+             f"{result['machine']['cpu']}, torch {result['machine']['torch']}, "
+             f"torch threads {result['machine']['torch_threads']}, usable CPUs {result['machine']['cpus_usable']}."]
     return "\n".join(lines) + "\n"
 
 

@@ -178,7 +178,7 @@ def run_probe(model: Optional[str] = None, options_path: Optional[str] = None, w
             "upos": stats.strip_items(upos), "wic_cosine": stats.strip_items(wic_cos),
             "wic_lr": stats.strip_items(wic_lr), "wic_cosine_centred": centred, "splits": splits,
             "contextuality": ctx, "mixes": mixes, "reference": REFERENCE, "timings_s": timer.times,
-            "environment": _environment()}
+            "machine": _machine()}
 
 
 def _splits(tasks: dict, num_layers: int, seed: int) -> Optional[dict]:
@@ -205,8 +205,12 @@ def _describe_model(bilm, model, options_path, weights_path) -> dict:
             "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen"))}
 
 
-def _environment() -> dict:
+def _machine() -> dict:
+    """Where the probe ran (its times depend on it): the CPU's name, torch's threads and version,
+    and the CPUs this process may use."""
     import torch
 
-    return {"torch_threads": torch.get_num_threads(), "cpus_usable": len(os.sched_getaffinity(0))
-            if hasattr(os, "sched_getaffinity") else os.cpu_count()}
+    from ..bilm.cpu_budget import cpu_name
+
+    return {"cpu": cpu_name(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+            "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()}

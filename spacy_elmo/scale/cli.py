@@ -20,6 +20,9 @@ def embed_cli(
     layers: str = typer.Option("all", "--layers",
                                help="all | top | average | layer_k | mix:w0,w1,...[,gamma=G] (pre-softmax weights)"),
     dtype: str = typer.Option("float32", "--dtype", help="float32 or float16"),
+    precision: str = typer.Option("float32", "--precision",
+                                  help="The biLM's products: float32 (exact), bfloat16 or int8 (CPU; see the "
+                                  "component docs); not with --ray"),
     pretokenized: bool = typer.Option(False, "--pretokenized", help="Split on whitespace instead of spaCy's tokenizer"),
     lang: str = typer.Option("en", "--lang", help="spaCy language code, or a pipeline name/path, for the tokenizer"),
     fmt: Optional[str] = typer.Option(None, "--format", help="text | jsonl | spacy (default: from the file name)"),
@@ -50,9 +53,9 @@ def embed_cli(
                   text_field=text_field, batch_size=batch_size, group_mb=group_mb, overwrite=overwrite,
                   progress=not quiet, max_tokens_per_line=max_tokens)
     try:
-        check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor)
+        check_ray_options(ray, actors, cpus_per_actor, gpus_per_actor, precision)
         if ray is None:
-            typer.echo(run_local(str(input_path), str(output), **common))
+            typer.echo(run_local(str(input_path), str(output), precision=precision, **common))
         else:
             typer.echo(run(str(input_path), str(output), ray, actors=actors, num_cpus=cpus_per_actor,
                            num_gpus=gpus_per_actor, **common))
@@ -73,10 +76,14 @@ def optional_value(argv: List[str], flag: str = RAY_FLAG, value: str = LOCAL) ->
     return out
 
 
-def check_ray_options(ray: Optional[str], actors: Optional[int], cpus: float, gpus: float) -> None:
-    """Raise ElmoConfigError (a ValueError) if a pool option is given without --ray."""
+def check_ray_options(ray: Optional[str], actors: Optional[int], cpus: float, gpus: float,
+                      precision: str = "float32") -> None:
+    """Raise ElmoConfigError (a ValueError) if a pool option is given without --ray, or --precision
+    other than float32 with it (the actors load float32 biLMs)."""
     if ray is None and (actors is not None or cpus != 1.0 or gpus != 0.0):
         raise ElmoConfigError("--actors, --cpus-per-actor and --gpus-per-actor need --ray [ADDRESS]")
+    if ray is not None and precision != "float32":
+        raise ElmoConfigError(f"--precision {precision}: runs without --ray only (the Ray actors compute in float32)")
 
 
 def run(input_path: str, output: str, ray: str, **kwargs) -> str:

@@ -12,7 +12,9 @@ way, as ``*.tmp`` then renamed).
   complete state, and a re-run goes on from its position.
 
 The sums and counts are consistent at every saved position: a state is saved only between
-groups (:mod:`.accumulate`). The folder is removed when OUTPUT_DIR is complete.
+groups (:mod:`.accumulate`). The output is written inside the folder too (``output.writing/``,
+:mod:`.writer`) and renamed to OUTPUT_DIR; the folder is removed when OUTPUT_DIR is complete,
+so a killed run leaves this one folder and nothing else.
 """
 import json
 import os

@@ -13,7 +13,7 @@ def static_vectors_cli(
     corpus: List[str] = typer.Argument(..., help="Text files or globs (plain or .gz, one sentence or paragraph a "
                                        "line)"),
     output: Path = typer.Argument(..., help="Folder to write: spacy/, vectors.txt.gz, card.json"),
-    view: str = typer.Option("average", "--view", help="top | average | layer_k | mix:w0,w1,...[,gamma=G]"),
+    view: str = typer.Option("top", "--view", help="top | average | layer_k | mix:w0,w1,...[,gamma=G]"),
     min_count: int = typer.Option(5, "--min-count", min=1, help="Keep words of at least this many occurrences"),
     max_words: int = typer.Option(0, "--max-words", min=0, help="Keep at most this many words, most frequent "
                                   "first (0: all)"),

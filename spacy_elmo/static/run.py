@@ -37,7 +37,7 @@ class Plan(NamedTuple):
     args: dict
 
 
-def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: str = "average", min_count: int = 5,
+def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: str = "top", min_count: int = 5,
          max_words: int = 0, max_contexts: int = 100, window_tokens: int = 128, max_lines: int = 0,
          lang: str = "en") -> Plan:
     """Check the options and resolve the model and corpus (no weights loaded). Raises
@@ -200,7 +200,7 @@ def _rates(stats: dict, before: dict, seconds: float) -> None:
         stats[name] = (stats[key] - before[key]) / seconds if seconds else 0.0
 
 
-def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]], output: str, view: str = "average",
+def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]], output: str, view: str = "top",
                    min_count: int = 5, max_words: int = 0, max_contexts: int = 100, window_tokens: int = 128,
                    max_lines: int = 0, lang: str = "en", batch_size: int = 64, threads: Union[int, str] = "auto",
                    centre: bool = False, remove_top_d: int = 0, overwrite: bool = False, progress: bool = True,
@@ -232,7 +232,7 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     table, post = postprocess.apply(d.means[:, 0], centre, remove_top_d)
     start = time.perf_counter()
     card = make_card(p, d, post, command)
-    writer.write_output(output, d.words, table, card, lang)
+    writer.write_output(output, d.words, table, card, lang, partial.dir)
     partial.remove()
     card["seconds"]["write"] = time.perf_counter() - start
     return card

@@ -11,10 +11,14 @@
   and ``spacy init vectors`` read. Words in table order (most frequent first).
 - ``card.json``: where the table comes from (model, view, corpus sha256, counts, command).
 
-Everything is written into ``OUTPUT_DIR.tmp-PID`` and renamed to OUTPUT_DIR at the end, so an
-OUTPUT_DIR that exists is complete. Replacing one (``--overwrite``) is allowed only for a
-folder this command wrote (it holds ``card.json``) or an empty one, never for a folder holding
-an input.
+Everything is written into ``output.writing/`` inside the run's resumable folder
+(``OUTPUT_DIR.partial/``, :mod:`.checkpoint`) and renamed to OUTPUT_DIR at the end, so an
+OUTPUT_DIR that exists is complete, and a run killed while writing (``kill -9``) leaves nothing
+but that one folder: the next run with the same arguments clears the torn copy and writes again
+from the saved sums; a run with other arguments discards the whole folder. A replaced
+OUTPUT_DIR is moved to ``output.replaced/`` there before the new one takes its name. Replacing
+one (``--overwrite``) is allowed only for a folder this command wrote (it holds ``card.json``)
+or an empty one, never for a folder holding an input.
 """
 import gzip
 import json
@@ -55,11 +59,12 @@ def check_output(output: str, inputs: Sequence[str], overwrite: bool) -> None:
                               "not replacing it; remove it yourself or choose another folder")
 
 
-def write_output(output: str, words: List[str], table: numpy.ndarray, card: dict, lang: str) -> None:
+def write_output(output: str, words: List[str], table: numpy.ndarray, card: dict, lang: str, work_dir: str) -> None:
     """Write OUTPUT_DIR (see the module docstring) from ``words`` and their float32 (V, dim)
-    ``table``; an existing OUTPUT_DIR (checked by :func:`check_output`) is replaced only once the
-    new one is complete."""
-    tmp = f"{os.path.normpath(output)}.tmp-{os.getpid()}"
+    ``table``, by way of ``work_dir`` (the run's ``OUTPUT_DIR.partial/``, on the same file
+    system as OUTPUT_DIR); an existing OUTPUT_DIR (checked by :func:`check_output`) is replaced
+    only once the new one is complete."""
+    tmp = os.path.join(work_dir, "output.writing")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
@@ -68,20 +73,18 @@ def write_output(output: str, words: List[str], table: numpy.ndarray, card: dict
         with open(os.path.join(tmp, CARD), "w", encoding="utf-8") as f:
             json.dump(card, f, indent=2, sort_keys=True)
             f.write("\n")
-        _replace(tmp, output)
+        _replace(tmp, output, os.path.join(work_dir, "output.replaced"))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def _replace(tmp: str, output: str) -> None:
-    old = None
+def _replace(tmp: str, output: str, old: str) -> None:
+    shutil.rmtree(old, ignore_errors=True)
     if os.path.isdir(output):
-        old = f"{os.path.normpath(output)}.old-{os.getpid()}"
         os.replace(output, old)
     os.replace(tmp, output)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def write_spacy(path: str, words: List[str], table: numpy.ndarray, card: dict, lang: str) -> None:

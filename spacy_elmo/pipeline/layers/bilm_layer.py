@@ -46,7 +46,7 @@ def BiLMLayer(name: Optional[str], options_path: Optional[str], weights_path: Op
     cache (0 = off; see :mod:`..cache`).
     threads: torch intra-op threads for each biLM call on CPU, "auto" (fewer when other
     processes keep cores busy; see :mod:`spacy_elmo.bilm.cpu_budget`) or a positive int.
-    precision: "float32" (exact) or "bfloat16" for the biLM's products at prediction and frozen
+    precision: "float32" (exact), "bfloat16" or "int8" for the biLM's products at prediction and frozen
     training (``BiLM.precision``, see :mod:`spacy_elmo.bilm.precision`); set on the biLM however
     it was loaded (files, ``from_bytes``, unpickling), so a config override applies. Dims
     ``nL`` (num_layers + 1) and ``nO`` (dim) are set when the biLM is loaded. Raises
