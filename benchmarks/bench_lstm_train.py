@@ -1,14 +1,12 @@
-"""Training speed of the biLM's LSTM: the pretraining's old recurrence against the training path of
-the inference LSTM, forward + backward, in one process.
+"""Training speed of the biLM's LSTM: the training path of ``spacy_elmo.bilm.lstm_train`` on packed
+batches against the same path on the batch padded to its longest row, forward + backward, in one
+process.
 
-- ``old``: ``spacy_elmo.pretrain.recurrent.run_layers`` on two ``ProjectedLSTM`` per layer (both
-  directions in one pass), padded batches (B, T, P), torch's gate order, no clipping, skip
-  connections added between layers as the pretraining adds them;
-- ``new``: ``ElmoLstm.forward`` under autograd on packed batches (2, N, P) (the training path of
-  ``spacy_elmo.bilm.lstm_train``: rows sorted by length, the active batch shrinking), skip
-  connections inside ``ElmoLstm``; optionally with cell and projection clipping (``--clip``);
-- with ``--padded``, ``new-padded``: the new path on the batch padded to its longest row (what
-  unpacking to padded batches, running and repacking would cost, the copies not counted).
+- ``packed``: ``ElmoLstm.forward`` under autograd on packed batches (2, N, P) (rows sorted by
+  length, the active batch shrinking), skip connections inside ``ElmoLstm``; optionally with cell
+  and projection clipping (``--clip``);
+- ``padded``: the same on the batch padded to its longest row (what unpacking to padded batches,
+  running and repacking would cost, the copies not counted).
 
 Both use the same recurrence (``--cells``: native C++ ops, torch.compile'd or eager cells) and the
 same product dtype (float32 and bfloat16 where the CPU has it), at the shipped en_elmo_small shape
@@ -17,8 +15,9 @@ same product dtype (float32 and bfloat16 where the CPU has it), at the shipped e
 ~2,000 tokens as ``tokens_per_batch = 2000`` makes them; ``--min-len 1 --max-len 40`` for ragged
 ones). Each timing is the mean of ``--iters`` forward + backward passes after one warm-up pass,
 by wall clock and by process CPU time (with one thread, the CPU time is the less disturbed by
-other jobs on a shared machine); ``--repeats`` timings per implementation, alternating old / new;
-the medians are reported, with the ratio old / new (> 1: new is faster).
+other jobs on a shared machine); ``--repeats`` timings per batch layout, alternating; the medians
+are reported, with the ratio padded / packed (> 1: packing is faster). The trainer as a whole:
+``benchmarks/bench_pretrain.py``.
 
 Run:  python benchmarks/bench_lstm_train.py --threads 1
 """
@@ -39,30 +38,9 @@ sys.path.insert(0, str(ROOT))
 from spacy_elmo.bilm import lstm_train  # noqa: E402
 from spacy_elmo.bilm.lstm import ElmoLstm  # noqa: E402
 from spacy_elmo.bilm.packing import pack  # noqa: E402
-from spacy_elmo.pretrain import recurrent  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
 
 MODEL = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
-
-
-def old_cells(kind: str, dtype: torch.dtype):
-    eager = (recurrent.cell_forward, recurrent.cell_backward)
-    if kind == "native":
-        return recurrent.native_recurrence() or eager
-    return (recurrent.compiled_cells(dtype) or eager) if kind == "compiled" else eager
-
-
-def old_step(layers, x_f, x_b, skip: bool):
-    """Forward + backward of the old stack: layers = [(fwd, bwd) ProjectedLSTM], x (B, T, P)."""
-    x_f, x_b = x_f.clone().requires_grad_(True), x_b.clone().requires_grad_(True)
-    in_f, in_b, total = x_f, x_b, 0
-    for i, (lf, lb) in enumerate(layers):
-        out_f, out_b = recurrent.run_layers([lf, lb], [in_f, in_b])
-        if skip and i > 0:
-            out_f, out_b = out_f + in_f, out_b + in_b
-        total = total + out_f.sum() + out_b.sum()
-        in_f, in_b = out_f, out_b
-    total.backward()
 
 
 def new_step(lstm, x, packing):
@@ -83,21 +61,13 @@ def timed(fn, iters: int) -> tuple:
 def setup(options: dict, dtype: torch.dtype, cells: str, lengths, clip: bool):
     o = options["lstm"]
     C, P, L, skip = o["dim"], o["projection_dim"], o["n_layers"], o.get("use_skip_connections", False)
-    layers = []
-    for _ in range(L):
-        pair = (recurrent.ProjectedLSTM(P, C, P, dtype), recurrent.ProjectedLSTM(P, C, P, dtype))
-        for m in pair:
-            m.cells = old_cells(cells, dtype)
-        layers.append(pair)
     lstm = ElmoLstm(C, P, L, 3.0 if clip else None, 3.0 if clip else None, skip)
     lstm.requires_grad_(True)
     lstm.train_recurrence, lstm.train_gemm_dtype = cells, dtype
     B, T = len(lengths), max(lengths)
-    x_f, x_b = torch.randn(B, T, P), torch.randn(B, T, P)
     packing, padded = pack(lengths), pack([T] * B)
     x, x_pad = torch.randn(2, packing.n_packed, P), torch.randn(2, padded.n_packed, P)
-    steps = {"old": lambda: old_step(layers, x_f, x_b, skip), "new": lambda: new_step(lstm, x, packing),
-             "new-padded": lambda: new_step(lstm, x_pad, padded)}
+    steps = {"packed": lambda: new_step(lstm, x, packing), "padded": lambda: new_step(lstm, x_pad, padded)}
     return steps, lstm, x
 
 
@@ -110,11 +80,8 @@ def main():
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cells", choices=["native", "compiled", "eager"], default="native")
-    ap.add_argument("--clip", action="store_true", help="the new path with cell and projection clipping at 3")
+    ap.add_argument("--clip", action="store_true", help="with cell and projection clipping at 3")
     ap.add_argument("--dtypes", default="float32,bfloat16")
-    ap.add_argument("--padded", action="store_true",
-                    help="also the new path on the batch padded to its longest row (all rows T long): "
-                         "what running it on padded batches instead of packed ones would cost")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -127,14 +94,13 @@ def main():
     print(f"CPU: {cpu}; torch {torch.__version__}; {args.threads} thread(s); shape {options['lstm']}; "
           f"batch {args.batch} rows, lengths {args.min_len}..{args.max_len} ({sum(lengths)} tokens, padded "
           f"{len(lengths) * max(lengths)}); {args.iters} passes per timing, median of {args.repeats}")
-    padded = f" {'new-padded':>10}" if args.padded else ""
-    print(f"{'dtype':9} {'cells':9} {'clock':5} {'old ms':>8} {'new ms':>8} {'old/new':>8}{padded}  new path")
+    print(f"{'dtype':9} {'cells':9} {'clock':5} {'packed ms':>9} {'padded ms':>9} {'padded/packed':>13}  path")
     for dtype in dtypes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             steps, lstm, x = setup(options, dtype, args.cells, lengths, args.clip)
             path = type(lstm_train.train_path(lstm, x, True)).__name__
-            names = list(steps) if args.padded else ["old", "new"]
+            names = list(steps)
             times = {name: [] for name in names}
             for r in range(args.repeats):
                 for name in (names if r % 2 == 0 else names[::-1]):
@@ -142,9 +108,8 @@ def main():
         kind = lstm_train.cells_kind(lstm_train.resolve(args.cells, dtype))
         for i, clock in enumerate(("wall", "cpu")):
             ms = {name: statistics.median(t[i] for t in times[name]) * 1e3 for name in names}
-            padded = f" {ms['new-padded']:10.1f}" if args.padded else ""
-            print(f"{str(dtype).split('.')[1]:9} {kind:9} {clock:5} {ms['old']:8.1f} {ms['new']:8.1f} "
-                  f"{ms['old'] / ms['new']:8.2f}{padded}  {path}{' clip' if args.clip else ''}")
+            print(f"{str(dtype).split('.')[1]:9} {kind:9} {clock:5} {ms['packed']:9.1f} {ms['padded']:9.1f} "
+                  f"{ms['padded'] / ms['packed']:13.2f}  {path}{' clip' if args.clip else ''}")
 
 
 if __name__ == "__main__":

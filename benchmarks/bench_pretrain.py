@@ -4,11 +4,13 @@ Both runs are the real ``pretrain()`` command on the same corpus slice, at the s
 en_elmo_small shape, warm-started from the same weights (default: the packaged model, so the loss
 is that of a realistic continued run), for the same number of training tokens:
 
-- ``torch``: the first release's trainer: ``torch.nn.LSTM(proj_size)``, float32, batches of 2,000
+- ``torch``: ``lstm_impl = "torch"``: plain torch modules under autograd, float32, batches of 2,000
   tokens, learning rate 0.0015;
 - ``fused``: ``lstm_impl = "fused"``, ``precision = "auto"``, ``compile = true`` (native kernels
   where they build: ``bilm/native.py``), batches of ``--tokens-per-batch`` with the learning
-  rate scaled by sqrt(batch ratio);
+  rate scaled by sqrt(batch ratio); the path column names the LSTM path that ran
+  (``spacy_elmo.bilm.lstm_paths``) and its cells (native, inductor or eager), and "native" where the
+  char CNN and the loss ran natively;
 - with ``--with-previous``, also ``fused-prev``: the same config without the native kernels (as
   ``SPACY_ELMO_NATIVE=0``: torch.compile'd cells, autocast softmax and char CNN), the trainer
   before them.
@@ -41,7 +43,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from spacy_elmo.pretrain import recurrent as recurrent_mod, train as train_mod  # noqa: E402
+from spacy_elmo.bilm import lstm_train  # noqa: E402
+from spacy_elmo.pretrain import lm as lm_mod, train as train_mod  # noqa: E402
 from spacy_elmo.pretrain.hardware import cpu_bf16_capability  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dev"))  # dev/shared_data.py
@@ -81,6 +84,14 @@ def flops_per_token(options: dict, batch_types_per_token: float, vocab_head: int
     return 3 * (lstm_f + char_f + softmax_f)
 
 
+def shape_overrides(options: dict) -> dict:
+    """The [model] values of a biLM's options.json (the shipped en_elmo_small: projection 256, 1,024
+    cells, 2 layers, skip connections), so a run from scratch has the shipped shape too."""
+    lstm = options["lstm"]
+    return {"model.projection_dim": lstm["projection_dim"], "model.lstm_dim": lstm["dim"],
+            "model.n_layers": lstm["n_layers"], "model.use_skip_connections": bool(lstm.get("use_skip_connections"))}
+
+
 def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = True) -> dict:
     """pretrain() for n_tokens, with each training step's wall and CPU time, tokens and loss
     captured from the training loop. native False: without the native kernels."""
@@ -96,19 +107,21 @@ def run(name: str, out: Path, overrides: dict, n_tokens: int, native: bool = Tru
     def counting_make_batch(*args, **kwargs):  # distinct types per batch, for the char CNN's FLOPs
         batch = original_batch(*args, **kwargs)
         types.append(batch["char_ids"].shape[0])
-        tokens.append(int((batch["fwd_targets"] >= 0).sum()))
+        tokens.append(int((batch["targets"] >= 0).sum()) - len(batch["targets"]))  # forward predictions
         return batch
 
-    saved_native = dict(recurrent_mod._NATIVE)
-    if not native:
-        recurrent_mod._NATIVE["ops"] = None
+    saved_native, saved_loss = dict(lstm_train._NATIVE), dict(lm_mod._LOSS_OPS)
+    if not native:  # the LSTMs' recurrence, the char CNN and the loss without the native ops
+        lstm_train._NATIVE["ops"] = lm_mod._LOSS_OPS["ops"] = None
     train_mod._Run.step, train_mod.make_batch = timed_step, counting_make_batch
     try:
         meta = train_mod.pretrain(str(out), None, dict(overrides, **{"training.max_tokens": n_tokens}), progress=False)
     finally:
         train_mod._Run.step, train_mod.make_batch = original_step, original_batch
-        recurrent_mod._NATIVE.clear()
-        recurrent_mod._NATIVE.update(saved_native)
+        lstm_train._NATIVE.clear()
+        lstm_train._NATIVE.update(saved_native)
+        lm_mod._LOSS_OPS.clear()
+        lm_mod._LOSS_OPS.update(saved_loss)
     steps = meta["training"]["steps"]
     timed = steps_seen[3:]  # the first steps compile (torch.compile) and warm the buffers
     tail = steps_seen[len(steps_seen) * 3 // 4:]
@@ -159,6 +172,7 @@ def main():
         "training.final_lr_fraction": 1.0,
         "training.init_from": args.init_from or None,
         "model.dropout": 0.0,
+        **shape_overrides(json.loads((MODEL / "options.json").read_text())),
     }
     fused = {"training.lstm_impl": "fused", "training.precision": "auto", "training.compile": True,
              "training.tokens_per_batch": args.tokens_per_batch,
@@ -196,8 +210,8 @@ def main():
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
         p = r["path"]
-        cells = p.get("cells", "compiled" if p["compiled_cells"] else "eager")
-        path = f"{p['lstm_impl']}/{p['precision']}/{cells}"
+        lstm = "/".join(x for x in (p.get("lstm_path"), p.get("cells")) if x) or "eager"
+        path = f"{p['lstm_impl']}/{p['precision']}/{lstm}" + ("/native" if p.get("native_ops") else "")
         print(f"{r['name']:10} {path:32} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
               f"{r['tok_s']:>8,.0f} {r['tok_cpu_s']:>9,.0f} "
               f"{r['tok_s'] * fpt / 1e9:>6.0f} / {r['tok_cpu_s'] * args.threads * fpt / 1e9:<4.0f} "

@@ -36,7 +36,7 @@ def test_a_model_that_memorised_its_text_shows_a_gap(tmp_path):
     with gzip.open(path, "wt", encoding="utf-8") as f:
         for _ in range(100):
             f.write(" ".join(rng.choice(words, 6)) + "\n")
-    overrides = dict(TINY, **{"corpus.paths": [str(path)], "training.max_steps": 500,
+    overrides = dict(TINY, **{"corpus.paths": [str(path)], "training.max_steps": 1000,
                               "training.eval_every_steps": 0, "model.lstm_dim": 64})
     run = tmp_path / "run"
     meta = pretrain(str(run), overrides=overrides, progress=False)
@@ -44,7 +44,7 @@ def test_a_model_that_memorised_its_text_shows_a_gap(tmp_path):
     assert scores["heldout"]["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-5)
     assert abs(scores["train"]["tokens"] - scores["heldout"]["tokens"]) < 0.5 * scores["heldout"]["tokens"]
     assert scores["ratio"] == pytest.approx(scores["train"]["perplexity"] / scores["heldout"]["perplexity"])
-    assert scores["ratio"] < 0.6  # 0.35 here; a model that generalises stays near 1
+    assert scores["ratio"] < 0.6  # 0.0003 here after 1,000 steps (0.66 after 500); a model that generalises stays near 1
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path):

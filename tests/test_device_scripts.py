@@ -112,14 +112,14 @@ def test_installed_pack_is_the_cache_pretrain_reads(tmp_path):
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     from spacy_elmo.pretrain.export import write_model
-    from spacy_elmo.pretrain.lm import LanguageModel
+    from spacy_elmo.pretrain.lm import LanguageModel, model_options
 
     torch.manual_seed(0)
-    lm = LanguageModel({"char_dim": 4, "filters": [[1, 8], [2, 8]], "n_highway": 1, "activation": "relu",
-                        "lstm_dim": 32, "projection_dim": 8, "n_layers": 2, "use_skip_connections": True},
-                       {"cutoffs": [10], "div_value": 2.0}, 20)
+    lm = LanguageModel.new(model_options({"char_dim": 4, "filters": [[1, 8], [2, 8]], "n_highway": 1,
+                                          "activation": "relu", "lstm_dim": 32, "projection_dim": 8, "n_layers": 2,
+                                          "use_skip_connections": True}), {"cutoffs": [10], "div_value": 2.0}, 20)
     with torch.no_grad():
-        lm.char_cnn.projection.weight[0, 0] = 1e6  # beyond float16: stays float32
+        lm.bilm.char_cnn.projection.weight[0, 0] = 1e6  # beyond float16: stays float32
     directory = tmp_path_factory.mktemp("model")
     write_model(lm, [f"w{i}" for i in range(20)], str(directory), {"name": "tiny"})
     return directory

@@ -7,7 +7,7 @@ import torch
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.pretrain.export import lm_layers, write_model
-from spacy_elmo.pretrain.lm import LanguageModel
+from spacy_elmo.pretrain.lm import LanguageModel, model_options
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="GPU test: torch sees no CUDA device")]
@@ -67,15 +67,15 @@ def test_autocast_stays_within_the_cosine_bound(tiny_model, monkeypatch, dtype):
 
 @pytest.mark.parametrize("impl", ["torch", "fused"])
 def test_lm_trained_on_cuda_exports_to_the_same_bilm(tmp_path, exact_products, impl):
-    """A training step on CUDA (cuDNN's LSTM(proj_size), or the fused LSTM), then the export:
-    no clipping in options.json, and BiLM of the files gives the training modules' layers."""
+    """A training step on CUDA, then the export: no clipping in options.json, and BiLM of the
+    files gives the training path's layers."""
     torch.manual_seed(0)
-    lm = LanguageModel(MODEL, {"cutoffs": [10], "div_value": 2.0}, 20, lstm_impl=impl).cuda()
+    lm = LanguageModel.new(model_options(MODEL), {"cutoffs": [10], "div_value": 2.0}, 20, lstm_impl=impl).cuda()
     opt = torch.optim.Adam(lm.parameters(), lr=0.05)
     char_ids = torch.randint(1, 200, (6, 50), device="cuda")
-    inputs = torch.tensor([[0, 1, 2, 3, -1], [4, 5, 2, -1, -1]], device="cuda")
-    targets = torch.tensor([[3, 4, 5, 6, -1], [7, 8, 9, -1, -1]], device="cuda")
-    loss = lm(char_ids, inputs, inputs, targets, targets)["loss"]
+    index = torch.tensor([[0, 1, 2, 3], [2, 3, 0, -1]], device="cuda")
+    targets = torch.tensor([[0, 4, 5, 6, 7, 1], [0, 7, 8, 9, 1, -1]], device="cuda")
+    loss = lm(char_ids, index, targets)["loss"]
     loss.backward()
     opt.step()
     assert torch.isfinite(loss)

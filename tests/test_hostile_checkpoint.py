@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 
+from spacy_elmo.errors import ElmoModelFileError
 from spacy_elmo.pretrain import checkpoint
 from spacy_elmo.pretrain.train import pretrain
 
@@ -70,3 +71,57 @@ def test_a_checkpoint_holds_only_tensors_and_plain_types(corpus, tmp_path):
     ckpt = checkpoint.read(out / "checkpoint.pt")
     assert ckpt["state"]["step"] == 2
     assert ckpt["torch_rng"].dtype == torch.uint8
+
+
+def _wait_for_step(path, step: int, proc, timeout: float = 120.0) -> None:
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if checkpoint.read(path)["state"]["step"] >= step:
+                return
+        except (FileNotFoundError, ElmoModelFileError):
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"no checkpoint at step {step} (exit code {proc.poll()})")
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
+def test_a_killed_run_resumes_to_the_same_weights(fixture_dir, tmp_path, sig):
+    """A run continued from the clipped TF fixture, with dropout, checkpointing every step (checkpoint_minutes 0), is
+    stopped by SIGTERM (it saves and exits) or SIGKILL (its last checkpoint stays); --resume then
+    ends on the same weights, bit for bit, as a run that was never stopped."""
+    import json
+    import signal
+
+    from helpers import REPO, tiny_corpus_overrides
+
+    overrides = {k: v for k, v in tiny_corpus_overrides(tmp_path / "run").items() if not k.startswith("model.")}
+    overrides.update({"training.init_from": fixture_dir, "model.dropout": 0.1, "training.checkpoint_minutes": 0,
+                      "training.warmup_steps": 0, "training.final_lr_fraction": 1.0, "training.max_steps": 100000})
+    code = "import json, sys; from spacy_elmo.pretrain.train import pretrain; " \
+           "pretrain(sys.argv[1], overrides=json.loads(sys.argv[2]), progress=False)"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "run"), json.dumps(overrides)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_step(tmp_path / "run" / checkpoint.CHECKPOINT, 3, proc)
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if sig == "SIGTERM":
+        assert "Interrupted: checkpoint saved" in err
+    stopped = checkpoint.read(tmp_path / "run" / checkpoint.CHECKPOINT)["state"]["step"]
+    end = {"training.max_steps": stopped + 3}
+    pretrain(str(tmp_path / "run"), resume=True, overrides=end, progress=False)
+    corpus = {k: v for k, v in tiny_corpus_overrides(tmp_path / "ref").items() if k.startswith("corpus.")}
+    reference = {**{k: v for k, v in overrides.items() if not k.startswith("corpus.")}, **corpus, **end}
+    pretrain(str(tmp_path / "ref"), overrides=reference, progress=False)
+    a = checkpoint.read(tmp_path / "run" / checkpoint.CHECKPOINT)
+    b = checkpoint.read(tmp_path / "ref" / checkpoint.CHECKPOINT)
+    assert a["state"]["step"] == b["state"]["step"] == stopped + 3
+    for key in b["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key

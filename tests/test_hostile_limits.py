@@ -236,12 +236,12 @@ def test_download_validation_refuses_without_reading(server, words_model, tiny_m
 
 def test_an_lm_head_dataset_is_checked_before_reading(tmp_path):
     from spacy_elmo.pretrain.export import load_model, write_model
-    from spacy_elmo.pretrain.lm import LanguageModel
+    from spacy_elmo.pretrain.lm import LanguageModel, model_options
 
     cfg = {"char_dim": 4, "filters": [[1, 4], [2, 8]], "n_highway": 1, "activation": "relu", "lstm_dim": 16,
-           "projection_dim": 8, "n_layers": 1, "use_skip_connections": False, "dropout": 0.0}
+           "projection_dim": 8, "n_layers": 1, "use_skip_connections": False}
     words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(40)]
-    lm = LanguageModel(cfg, {"cutoffs": [10], "div_value": 2.0}, len(words), lstm_impl="torch")
+    lm = LanguageModel.new(model_options(cfg), {"cutoffs": [10], "div_value": 2.0}, len(words), lstm_impl="torch")
     write_model(lm, words, str(tmp_path / "m"), {})
     (tmp_path / "m" / "sha256.json").unlink()
     assert load_model(str(tmp_path / "m"))[1] == words

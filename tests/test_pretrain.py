@@ -296,12 +296,12 @@ def _model_dir(path, vocab_size=100, **model):
     """A small untrained model directory as `pretrain` writes it (TINY architecture)."""
     from spacy_elmo.pretrain.config import load_config
     from spacy_elmo.pretrain.export import write_model
-    from spacy_elmo.pretrain.lm import LanguageModel
+    from spacy_elmo.pretrain.lm import LanguageModel, model_options
 
     overrides = {k: v for k, v in TINY.items() if k.startswith(("model.", "softmax."))}
     overrides["softmax.div_value"] = 2.0  # with 4.0 the last of 3 clusters would project 8 dims to 0
     cfg = load_config(overrides=overrides)
-    lm = LanguageModel(dict(cfg["model"], **model), dict(cfg["softmax"]), vocab_size)
+    lm = LanguageModel.new(model_options(dict(cfg["model"], **model)), dict(cfg["softmax"]), vocab_size)
     words = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(vocab_size - 3)]
     write_model(lm, words, str(path), {})
     return path
@@ -318,7 +318,7 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
         overrides = dict(TINY, **{"corpus.paths": [missing], "training.init_from": str(init_from)}, **extra)
         pretrain(str(tmp_path / "o"), overrides=overrides, progress=False)
 
-    with pytest.raises(FileNotFoundError, match=r"\[training\] init_from = '.*nowhere': no such directory"):
+    with pytest.raises(FileNotFoundError, match=r"\[training\] init_from = '.*nowhere': No ELMo model named"):
         run(tmp_path / "nowhere")
     source = _model_dir(tmp_path / "src")
     (source / "lm_head.hdf5").unlink()
@@ -329,7 +329,8 @@ def test_init_from_is_checked_before_the_corpus(tmp_path):
         load_model(str(source))
     assert "perplexity" not in str(err.value)
     source = _model_dir(tmp_path / "src2")
-    with pytest.raises(ValueError, match=r"\[training\] init_from = .*architecture differs"):
+    with pytest.raises(ValueError, match=r"\[model\] lstm_dim = 16 contradicts \[training\] init_from = .*, whose "
+                                         r"lstm_dim is 32"):
         run(source, **{"model.lstm_dim": 16, "softmax.div_value": 2.0})
 
 

@@ -1,115 +1,25 @@
-"""The fused training LSTM (pretrain/recurrent.py) computes nn.LSTM(proj_size)'s function and
-gradients; the trainer built on it takes the same steps as the nn.LSTM trainer; schedule, precision
-and the adaptive-softmax loss behave as documented."""
+"""The pretraining trainer: lstm_impl "fused" (the biLM's LSTM training path, native char CNN and
+loss) takes the same steps as "torch" (plain torch modules, the LSTMs on the autograd path) and
+records how it ran; schedule, precision, the adaptive-softmax loss and the native ops behave as
+documented."""
+import json
 import warnings
 
 import pytest
 import torch
 from torch import nn
 
+from spacy_elmo.bilm import lstm_train
 from spacy_elmo.pretrain import hardware as precision_mod
 from spacy_elmo.pretrain.hardware import resolve_device, resolve_precision
-from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll
-from spacy_elmo.pretrain.recurrent import ProjectedLSTM, cell_backward, cell_forward, compiled_cells, run_layers
+from spacy_elmo.pretrain.lm import LanguageModel, adaptive_nll, model_options, native_ops
 from spacy_elmo.pretrain.train import lr_factor, pretrain
 
 from test_pretrain import _overrides, corpus  # noqa: F401 - the tiny corpus fixture
 
-P, C = 8, 24
 
-
-def _pair(seed=0):
-    torch.manual_seed(seed)
-    ref = nn.LSTM(P, C, proj_size=P, batch_first=True)
-    with torch.no_grad():  # non-trivial gates
-        for p in ref.parameters():
-            p.mul_(3.0)
-    ours = ProjectedLSTM(P, C, P)
-    ours.load_state_dict(ref.state_dict())
-    return ref, ours
-
-
-def _grads(module, x, weight):
-    x = x.clone().requires_grad_(True)
-    out, _ = module(x)
-    (out * weight).sum().backward()
-    grads = {k: p.grad.clone() for k, p in module.named_parameters()}
-    module.zero_grad()
-    return out.detach(), x.grad, grads
-
-
-def test_same_parameters_and_initialisation_as_nn_lstm():
-    torch.manual_seed(3)
-    ref = nn.LSTM(P, C, proj_size=P, batch_first=True)
-    torch.manual_seed(3)
-    ours = ProjectedLSTM(P, C, P)
-    assert list(ref.state_dict()) == list(ours.state_dict())
-    for key, value in ref.state_dict().items():
-        assert torch.equal(value, ours.state_dict()[key]), key
-
-
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.bfloat16, 3e-2)])
-def test_forward_and_gradients_equal_nn_lstm(dtype, tol):
-    ref, ours = _pair()
-    ours.gemm_dtype = dtype
-    x, weight = torch.randn(5, 9, P), torch.randn(5, 9, P)
-    want, want_dx, want_g = _grads(ref, x, weight)
-    got, got_dx, got_g = _grads(ours, x, weight)
-    scale = lambda t: t.abs().max()  # noqa: E731
-    assert (got - want).abs().max() <= tol * scale(want)
-    assert (got_dx - want_dx).abs().max() <= tol * scale(want_dx)
-    for key in want_g:
-        assert (got_g[key] - want_g[key]).abs().max() <= tol * scale(want_g[key]), key
-    if dtype == torch.float32:  # and bfloat16 really is a different (rounded) computation
-        ours.gemm_dtype = torch.bfloat16
-        assert not torch.allclose(_grads(ours, x, weight)[0], want, atol=1e-6)
-
-
-def test_two_directions_in_one_pass_equal_two_nn_lstms():
-    (ref_f, ours_f), (ref_b, ours_b) = _pair(0), _pair(1)
-    xs = [torch.randn(4, 6, P), torch.randn(4, 6, P)]
-    ws = [torch.randn(4, 6, P), torch.randn(4, 6, P)]
-    leaves = [x.clone().requires_grad_(True) for x in xs]
-    outs = run_layers([ours_f, ours_b], leaves)
-    sum((o * w).sum() for o, w in zip(outs, ws)).backward()
-    for ref, ours, x, w, out, leaf in zip((ref_f, ref_b), (ours_f, ours_b), xs, ws, outs, leaves):
-        want, want_dx, want_g = _grads(ref, x, w)
-        torch.testing.assert_close(out.detach(), want, atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(leaf.grad, want_dx, atol=1e-5, rtol=1e-5)
-        for key, p in ours.named_parameters():
-            torch.testing.assert_close(p.grad, want_g[key], atol=1e-5, rtol=1e-5)
-
-
-def test_initial_state_is_refused():
-    _, ours = _pair()
-    with pytest.raises(ValueError, match="zero state"):
-        ours(torch.randn(1, 2, P), (torch.zeros(1, 1, P), torch.zeros(1, 1, C)))
-
-
-@pytest.mark.slow
-def test_compiled_cells_equal_eager_cells():
-    """torch.compile'd cells (compiled_cells checks them itself; here on other shapes)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cells = compiled_cells(torch.float32)
-    if cells is None:
-        pytest.skip("torch.compile is unavailable here (the trainer then runs the eager cells)")
-    torch.manual_seed(0)
-    D, B = 2, 7
-    args = (torch.randn(D, B, 4 * C), torch.randn(D, B, 4 * C), torch.randn(D, 1, 4 * C), torch.randn(D, B, C))
-    m_got, m_want = torch.empty(D, B, C), torch.empty(D, B, C)
-    got, want = cells[0](*args, m_got), cell_forward(*args, m_want)
-    for g, w in zip(got + (m_got,), want + (m_want,)):
-        torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
-    back = (torch.randn(D, B, C), want[0], want[1], args[3], torch.randn(D, B, C))
-    d_got, d_want = torch.empty(D, B, 4 * C), torch.empty(D, B, 4 * C)
-    got, want = cells[1](*back, d_got), cell_backward(*back, d_want)
-    for g, w in zip(got + (d_got,), want + (d_want,)):
-        torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
-
-
-def _matches_nn_lstm_trainer(corpus_dir, tmp_path, name, overrides):
-    """Train OUT/torch (lstm_impl torch) and OUT/NAME with ``overrides``; assert their parameters
+def _matches_autograd_trainer(corpus_dir, tmp_path, name, overrides):
+    """Train OUT/torch (lstm_impl torch: the autograd path) and OUT/NAME with ``overrides``; assert their parameters
     agree within float32 rounding; return NAME's meta."""
     pretrain(str(tmp_path / "torch"), overrides=_overrides(corpus_dir, **{**overrides, "training.lstm_impl": "torch"}),
              progress=False)
@@ -122,12 +32,16 @@ def _matches_nn_lstm_trainer(corpus_dir, tmp_path, name, overrides):
     return meta
 
 
-def test_fused_trainer_takes_the_steps_of_the_nn_lstm_trainer(corpus, tmp_path):  # noqa: F811
-    """Same config, same data, float32: the two LSTM implementations give the same parameters
-    after 12 Adam steps (within float32 rounding), and their checkpoints are interchangeable."""
+def test_fused_trainer_takes_the_steps_of_the_autograd_trainer(corpus, tmp_path):  # noqa: F811
+    """Same config, same data, float32: the LSTMs' training path (eager cells) and the autograd
+    path give the same parameters after 12 Adam steps (within float32 rounding), meta.json names
+    each path, and their checkpoints are interchangeable."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
-    meta = _matches_nn_lstm_trainer(corpus, tmp_path, "fused", steps)
-    assert meta["training"]["commands"][-1]["path"]["lstm_impl"] == "fused"
+    meta = _matches_autograd_trainer(corpus, tmp_path, "fused", steps)
+    path = meta["training"]["commands"][-1]["path"]
+    assert (path["lstm_impl"], path["lstm_path"], path["cells"]) == ("fused", "TrainPath", "eager")
+    reference = json.loads((tmp_path / "torch" / "model" / "meta.json").read_text())["training"]["commands"][-1]["path"]
+    assert (reference["lstm_path"], reference["cells"]) == ("AutogradPath", "autograd")
     # a checkpoint of one resumes with the other
     meta = pretrain(str(tmp_path / "torch"), resume=True, progress=False,
                     overrides={"training.max_steps": 14, "training.lstm_impl": "fused"})
@@ -164,9 +78,9 @@ def test_language_model_rejects_bad_lstm_settings():
            "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
     softmax = {"cutoffs": [], "div_value": 2.0}
     with pytest.raises(ValueError, match="lstm_impl = 'cudnn'"):
-        LanguageModel(cfg, softmax, 10, lstm_impl="cudnn")
+        LanguageModel.new(model_options(cfg), softmax, 10, lstm_impl="cudnn")
     with pytest.raises(ValueError, match="float32 only"):
-        LanguageModel(cfg, softmax, 10, lstm_impl="torch", gemm_dtype=torch.bfloat16)
+        LanguageModel.new(model_options(cfg), softmax, 10, lstm_impl="torch", gemm_dtype=torch.bfloat16)
 
 
 def test_adaptive_nll_equals_torch_adaptive_softmax():
@@ -223,38 +137,14 @@ def test_stint_stops_like_an_interruption_and_resumes(corpus, tmp_path):  # noqa
 
 @pytest.fixture(scope="module")
 def native():
-    """The native ops (built once per machine, ~25 s; cached), or skip where they cannot be built."""
-    from spacy_elmo.pretrain.recurrent import native_recurrence
-
+    """The native ops of the char CNN and the loss (built once per machine, ~25 s; cached), or skip
+    where they cannot be built."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ops = native_recurrence()
+        ops = native_ops()
     if ops is None:
         pytest.skip("the native kernels cannot be built here (the trainer then runs compiled or eager cells)")
     return ops
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-6), (torch.bfloat16, 2e-2)])
-@pytest.mark.parametrize("B,T", [(5, 9), (1, 1), (3, 2)])
-def test_native_recurrence_equals_the_python_loop(native, dtype, tol, B, T):
-    """Outputs and all gradients of a two-direction layer: native ops against the eager steps."""
-    (_, ours_f), (_, ours_b) = _pair(0), _pair(1)
-    xs = [torch.randn(B, T, P), torch.randn(B, T, P)]
-    ws = [torch.randn(B, T, P), torch.randn(B, T, P)]
-    results = []
-    for cells in ((cell_forward, cell_backward), native):
-        for m in (ours_f, ours_b):
-            m.cells, m.gemm_dtype = cells, dtype
-        leaves = [x.clone().requires_grad_(True) for x in xs]
-        outs = run_layers([ours_f, ours_b], leaves)
-        sum((o * w).sum() for o, w in zip(outs, ws)).backward()
-        results.append([o.detach() for o in outs] + [x.grad for x in leaves]
-                       + [p.grad.clone() for m in (ours_f, ours_b) for p in m.parameters()])
-        for m in (ours_f, ours_b):
-            m.zero_grad()
-    for got, want in zip(results[1], results[0]):
-        assert (got - want).abs().max() <= tol * want.abs().max()
 
 
 @pytest.mark.slow
@@ -275,7 +165,7 @@ def test_fused_loss_equals_adaptive_nll(native, dtype, tol):
         if fused:
             old, lm_mod.FUSED_LOSS_LOGITS = lm_mod.FUSED_LOSS_LOGITS, 1000
             try:
-                loss, nll = lm_mod.fused_adaptive_nll(softmax, x, target, dtype, native.ops)
+                loss, nll = lm_mod.fused_adaptive_nll(softmax, x, target, dtype, native)
             finally:
                 lm_mod.FUSED_LOSS_LOGITS = old
             assert not nll.requires_grad
@@ -289,7 +179,7 @@ def test_fused_loss_equals_adaptive_nll(native, dtype, tol):
     for got, want in zip(results[1], results[0]):
         assert (got - want).abs().max() <= tol * want.abs().max()
     with torch.no_grad():  # evaluation: the same NLL, no gradient work
-        loss, nll = lm_mod.fused_adaptive_nll(softmax, x0, target, dtype, native.ops)
+        loss, nll = lm_mod.fused_adaptive_nll(softmax, x0, target, dtype, native)
     assert (nll - results[0][1]).abs().max() <= tol * results[0][1].abs().max()
 
 
@@ -313,7 +203,7 @@ def test_native_char_cnn_equals_char_cnn(native):
     weight = torch.randn(n, 6)
     results = []
     for new in (False, True):
-        out = encode_types(cnn, ids, torch.float32, native.ops) if new else cnn(ids)
+        out = encode_types(cnn, ids, torch.float32, native) if new else cnn(ids)
         (out * weight).sum().backward()
         results.append([out.detach()] + [p.grad.clone() for p in cnn.parameters()])
         cnn.zero_grad()
@@ -322,13 +212,14 @@ def test_native_char_cnn_equals_char_cnn(native):
 
 
 @pytest.mark.slow
-def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exactly(corpus, tmp_path, native):  # noqa: F811
+def test_native_trainer_matches_the_autograd_trainer_and_resumes_exactly(corpus, tmp_path, native):  # noqa: F811
     """compile = true (native recurrences, fused loss, native char CNN), float32: the parameters of
-    the nn.LSTM trainer after 12 steps (within float32 rounding), and a resumed run ends exactly
+    the autograd trainer after 12 steps (within float32 rounding), and a resumed run ends exactly
     where an uninterrupted one does."""
     steps = {"training.max_steps": 12, "training.eval_every_steps": 0, "training.seed": 5}
-    meta = _matches_nn_lstm_trainer(corpus, tmp_path, "native", {**steps, "training.compile": True})
-    assert meta["training"]["commands"][-1]["path"]["cells"] == "native"
+    meta = _matches_autograd_trainer(corpus, tmp_path, "native", {**steps, "training.compile": True})
+    path = meta["training"]["commands"][-1]["path"]
+    assert path["native_ops"] is True and path["cells"] == "native"
     compiled = {**steps, "training.compile": True}
     pretrain(str(tmp_path / "stopped"), overrides=_overrides(corpus, **compiled), progress=False, stop_after=5)
     pretrain(str(tmp_path / "stopped"), resume=True, progress=False)
@@ -339,21 +230,22 @@ def test_native_trainer_takes_the_steps_of_the_nn_lstm_trainer_and_resumes_exact
 
 
 def test_native_kernels_can_be_turned_off(monkeypatch):
-    """SPACY_ELMO_NATIVE=0: no native ops, and the LSTMs fall back (here to the eager steps, as
-    where torch.compile fails too)."""
+    """SPACY_ELMO_NATIVE=0: no native ops, and the trainer runs without them (char CNN and loss as
+    plain torch modules)."""
     from spacy_elmo.bilm import native as native_mod
-    from spacy_elmo.pretrain import recurrent as recurrent_mod
+    from spacy_elmo.pretrain import lm as lm_mod
 
     monkeypatch.setenv("SPACY_ELMO_NATIVE", "0")
     monkeypatch.setattr(native_mod, "_LOADED", {})
-    monkeypatch.setattr(recurrent_mod, "_NATIVE", {})
-    monkeypatch.setattr(recurrent_mod, "_COMPILED", {torch.float32: None})  # as where torch.compile fails
+    monkeypatch.setattr(lstm_train, "_NATIVE", {})
+    monkeypatch.setattr(lm_mod, "_LOSS_OPS", {})
+    monkeypatch.setattr(lstm_train, "_COMPILED", {torch.float32: None})  # as where torch.compile fails
     assert native_mod.lstmp_ops() is None
-    assert recurrent_mod.recurrence(torch.float32) == (cell_forward, cell_backward)
+    assert lstm_train.resolve("native", torch.float32) == (lstm_train.cell_forward, lstm_train.cell_backward)
     cfg = {"char_dim": 4, "filters": [[1, 4]], "n_highway": 0, "activation": "relu", "lstm_dim": 8,
            "projection_dim": 4, "n_layers": 1, "use_skip_connections": False}
-    lm = LanguageModel(cfg, {"cutoffs": [5], "div_value": 2.0}, 10, compile=True)
-    assert lm.native_ops is None and recurrent_mod.cells_kind(lm.forward_lstms[0].cells) == "eager"
+    lm = LanguageModel.new(model_options(cfg), {"cutoffs": [5], "div_value": 2.0}, 10, ops=native_ops())
+    assert lm.native_ops is None
 
 
 def test_native_switch_reads_the_usual_spellings(monkeypatch):
@@ -366,3 +258,22 @@ def test_native_switch_reads_the_usual_spellings(monkeypatch):
     monkeypatch.setenv("SPACY_ELMO_NATIVE", "maybe")
     with pytest.raises(ValueError, match="SPACY_ELMO_NATIVE='maybe'"):
         native_mod.enabled()
+
+
+def test_native_ops_that_fail_the_cross_entropy_check_are_not_used(native, monkeypatch):
+    """The fused loss's op is checked against torch's cross-entropy once per process: a wrong one
+    means no native char CNN and loss (one warning), not a wrong loss."""
+    from spacy_elmo.pretrain import lm as lm_mod
+
+    class WrongLoss:
+        def __getattr__(self, name):
+            return getattr(native, name)
+
+        def cross_entropy_rows(self, logits, target, scale, grad):
+            return native.cross_entropy_rows(logits, target, scale, grad) + 0.5
+
+    assert lm_mod.check_cross_entropy(native, torch.float32) is None
+    monkeypatch.setattr(lm_mod, "_LOSS_OPS", {})
+    monkeypatch.setattr(lstm_train, "native_recurrence", lambda: lstm_train.NativeRecurrence(WrongLoss()))
+    with pytest.warns(UserWarning, match="cross-entropy disagrees"):
+        assert native_ops() is None

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from spacy_elmo.pretrain.lm import LanguageModel
+from spacy_elmo.pretrain.lm import LanguageModel, model_options
 from spacy_elmo.pretrain.widen import widened_state_dict, width_change
 
 MODEL = dict(char_dim=4, filters=[[1, 4], [2, 8]], n_highway=1, activation="relu", lstm_dim=16, projection_dim=8,
@@ -10,10 +10,16 @@ MODEL = dict(char_dim=4, filters=[[1, 4], [2, 8]], n_highway=1, activation="relu
 SOFTMAX = dict(cutoffs=[10, 30], div_value=2.0)
 
 
-def _trained_like(impl):
+def _lm(model=MODEL, clip=None, **kwargs):
+    options = model_options(model)
+    options["lstm"].update(cell_clip=clip, proj_clip=clip)
+    return LanguageModel.new(options, SOFTMAX, 60, **kwargs)
+
+
+def _trained_like(impl, clip=None):
     """A source LM with every weight away from its initialisation (as after training)."""
     torch.manual_seed(0)
-    lm = LanguageModel(MODEL, SOFTMAX, 60, lstm_impl=impl)
+    lm = _lm(clip=clip, lstm_impl=impl)
     with torch.no_grad():
         for p in lm.parameters():
             p.add_(0.1 * torch.randn_like(p))
@@ -22,21 +28,18 @@ def _trained_like(impl):
 
 def _batch(U=20, B=3, T=7):
     g = torch.Generator().manual_seed(1)
-    batch = dict(char_ids=torch.randint(1, 261, (U, 50), generator=g),
-                 fwd_inputs=torch.randint(0, U, (B, T), generator=g),
-                 bwd_inputs=torch.randint(0, U, (B, T), generator=g),
-                 fwd_targets=torch.randint(0, 60, (B, T), generator=g),
-                 bwd_targets=torch.randint(0, 60, (B, T), generator=g))
-    for k in ("fwd_inputs", "fwd_targets", "bwd_inputs", "bwd_targets"):
-        batch[k][0, 5:] = -1  # a shorter sentence
-    return batch
+    index = torch.randint(0, U, (B, T), generator=g)
+    targets = torch.randint(0, 60, (B, T + 2), generator=g)
+    index[0, 5:] = -1  # a shorter sentence
+    targets[0, 7:] = -1
+    return dict(char_ids=torch.randint(1, 261, (U + 2, 50), generator=g), index=index, targets=targets)
 
 
-@pytest.mark.parametrize("impl", ["fused", "torch"])
+@pytest.mark.parametrize("impl,clip", [("fused", None), ("torch", None), ("torch", 0.5)])
 @pytest.mark.parametrize("wider", [{"projection_dim": 12}, {"lstm_dim": 24}, {"projection_dim": 12, "lstm_dim": 24}])
-def test_widened_model_computes_the_same_loss(impl, wider):
-    source = _trained_like(impl)
-    target = LanguageModel({**MODEL, **wider}, SOFTMAX, 60, lstm_impl=impl)
+def test_widened_model_computes_the_same_loss(impl, clip, wider):
+    source = _trained_like(impl, clip)
+    target = _lm({**MODEL, **wider}, clip=clip, lstm_impl=impl)
     assert width_change(source, target) == {k: [MODEL[k], v] for k, v in wider.items()}
     target.load_state_dict(widened_state_dict(source, target))
     batch = _batch()
@@ -48,14 +51,14 @@ def test_widened_model_computes_the_same_loss(impl, wider):
 def test_every_new_weight_learns():
     """Zero-initialised slices get a gradient at step 0 (no dead units)."""
     source = _trained_like("fused")
-    target = LanguageModel({**MODEL, "projection_dim": 12, "lstm_dim": 24}, SOFTMAX, 60)
+    target = _lm({**MODEL, "projection_dim": 12, "lstm_dim": 24})
     target.load_state_dict(widened_state_dict(source, target))
     target(**_batch())["loss"].backward()
     grads = dict(target.named_parameters())
-    assert grads["char_cnn.projection.weight"].grad[8:].abs().sum() > 0
-    for name in ("forward_lstms.0.weight_hr_l0", "backward_lstms.1.weight_hr_l0"):
-        g = grads[name].grad
-        assert g[8:].abs().sum() > 0 and g[:, 16:].abs().sum() > 0
+    assert grads["bilm.char_cnn.projection.weight"].grad[8:].abs().sum() > 0
+    for name in ("bilm.lstm.w_proj.0", "bilm.lstm.w_proj.1"):
+        g = grads[name].grad  # (2, C', P')
+        assert g[:, 16:].abs().sum() > 0 and g[:, :, 8:].abs().sum() > 0
     assert grads["softmax.tail.0.1.weight"].grad[:, 4:].abs().sum() > 0  # tail hidden 8 // 2 = 4 -> 6
 
 
@@ -63,7 +66,11 @@ def test_every_new_weight_learns():
                                           ({"n_layers": 1}, "n_layers"),
                                           ({"filters": [[1, 4], [2, 4]]}, "filters")])
 def test_other_changes_are_refused(change, match):
-    source = LanguageModel(MODEL, SOFTMAX, 60)
-    target = LanguageModel({**MODEL, **change}, SOFTMAX, 60)
+    source, target = _lm(), _lm({**MODEL, **change})
     with pytest.raises(ValueError, match=match):
         width_change(source, target)
+
+
+def test_other_clipping_is_refused():
+    with pytest.raises(ValueError, match="clipping"):
+        width_change(_lm(clip=3.0), _lm({**MODEL, "lstm_dim": 24}))

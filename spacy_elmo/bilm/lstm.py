@@ -24,7 +24,7 @@ How a layer runs (oneDNN, ``bmm``, autograd, reduced precision): :mod:`.lstm_pat
 per path, all computing this function; under autograd the training path of :mod:`.lstm_train`
 (hand-written backward, C++ / compiled / eager recurrences).
 """
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -106,8 +106,8 @@ class ElmoLstm(nn.Module):
         b = self.bias[layer]
         return torch.cat([b[:, :C], b[:, C:2 * C] + FORGET_BIAS, b[:, 2 * C:]], dim=1)
 
-    def forward(self, inputs: torch.Tensor, packing: Packing,
-                initial_state: Optional[State] = None) -> Tuple[torch.Tensor, State]:
+    def forward(self, inputs: torch.Tensor, packing: Packing, initial_state: Optional[State] = None,
+                dropout: Optional[Callable[[torch.Tensor], torch.Tensor]] = None) -> Tuple[torch.Tensor, State]:
         """inputs (2, N, P) float32, packed per direction -> (outputs (L, 2, N, P), final state).
 
         initial_state / final state: (h (L, 2, B, P), c (L, 2, B, C)) in SORTED row order
@@ -118,6 +118,10 @@ class ElmoLstm(nn.Module):
         by step; without autograd: oneDNN on CPU float32; ``bmm`` elsewhere;
         reduced precision with ``gemm_dtype`` bfloat16 / float16, not exact, see
         :mod:`.precision`); outputs and states are float32 on every path.
+
+        ``dropout`` (training, e.g. an ``nn.Dropout``): applied to each layer's input before the
+        layer reads it; the residual adds the input without it (bilm-tf's ``DropoutWrapper(
+        input_keep_prob)``).
         """
         B = len(packing.order)
         h0, c0 = initial_state if initial_state is not None else self.zero_state(B)
@@ -126,7 +130,8 @@ class ElmoLstm(nn.Module):
         x = inputs
         last = packing.last_rows().to(inputs.device)
         for layer in range(self.n_layers):
-            out, c = path.run(self, layer, x, packing, h0[layer], c0[layer])
+            x_in = x if dropout is None else dropout(x)
+            out, c = path.run(self, layer, x_in, packing, h0[layer], c0[layer])
             h_fin.append(self._final_h(out, last, h0[layer]))  # the cell's state: before the residual
             if self.use_skip_connections and layer > 0:
                 out = out.add_(x) if path.in_place else out + x

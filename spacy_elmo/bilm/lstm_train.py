@@ -18,9 +18,9 @@ with a hand-written backward, for training and fine-tuning under autograd. It co
   derivatives between products are rounded to bfloat16); parameters and gradients are float32.
 
 Speed (``benchmarks/bench_lstm_train.py``, forward + backward, en_elmo_small's shape, 1 thread):
-as fast as the pretraining's padded recurrence (``spacy_elmo.pretrain.recurrent``, same C++ design)
-on batches of near-equal lengths, faster by the share of padding it skips on ragged ones; with
-the eager steps about twice as fast as the autograd path.
+as fast as the pretraining's former padded recurrence (same C++ design) on batches of near-equal
+lengths, faster by the share of padding it skips on ragged ones; with the eager steps about twice
+as fast as the autograd path. The pretraining (``spacy_elmo.pretrain``) trains on it.
 
 Clipping (bilm-tf's ``cell_clip`` / ``proj_clip``) has torch.clamp's gradient: zero where the
 clipped value was beyond the clip. Cell states are kept before clipping, so the backward knows

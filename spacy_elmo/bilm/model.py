@@ -297,31 +297,19 @@ class BiLM(nn.Module):
             raise ElmoDataError(f"index must be (batch, max_len), got {tuple(index.shape)}")
         self._apply_precision(table.device)
         B, T = index.shape
+        lengths = self._check_prefix(index)
         mask = index >= 0
-        lengths = mask.sum(1)
-        if not bool((mask == (torch.arange(T, device=index.device) < lengths[:, None])).all()):
-            raise ElmoDataError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
         P, L = self.projection_dim, self.num_layers
-        if boundary is None:
-            boundary = self.boundary_vectors()
-        full = torch.cat([boundary, table])  # row 0 <S>, row 1 </S>, 2 + k token k
-        lens = lengths.cpu().numpy() + 2
-        pk = pack(lens)
-        flat_index = index.reshape(-1).cpu().numpy()
+        pk, positions, inputs = self._packed_inputs(table, index, lengths, boundary)
         width = T + 2 if sentence_boundaries else T  # output positions per row
-        dest, inputs_idx = [], []
-        for d in range(2):
-            pos = pk.positions(d)  # position in <S> w_1 .. w_n </S>
+        dest = []
+        for d, pos in enumerate(positions):
             word = pos - 1
             inner = (word >= 0) & (word < pk.length - 2)
-            src = numpy.where(pos == 0, 0, 1)
-            src[inner] = 2 + flat_index[pk.row[inner] * T + word[inner]]
-            inputs_idx.append(src)
             sel = numpy.arange(len(pos)) if sentence_boundaries else numpy.nonzero(inner)[0]
             col = pos[sel] if sentence_boundaries else word[sel]
             dest.append((torch.from_numpy(sel), torch.from_numpy(pk.row[sel] * width + col)))
         device = table.device
-        inputs = full[torch.from_numpy(numpy.stack(inputs_idx)).to(device)]  # (2, N, P)
         use_state = self.stateful and not stateless
         order = torch.from_numpy(pk.order).to(device)
         init = self._initial_state(B, order) if use_state else None
@@ -334,12 +322,63 @@ class BiLM(nn.Module):
             mask = torch.arange(width, device=index.device) < (lengths + 2)[:, None]
             rows, tok = dest[0][1].to(device), inputs[0]
         else:
-            rows, tok = mask.reshape(-1), full[2 + index[mask]]
+            rows, tok = mask.reshape(-1), table[index[mask]]
         layers[0, rows, :P] = tok
         layers[0, rows, P:] = tok
         for d, (sel, dst) in enumerate(dest):
             layers[1:, dst.to(device), d * P:(d + 1) * P] = hidden[:, d, sel.to(device)]
         return BiLMOutput(layers.view(L + 1, B, width, 2 * P), mask)
+
+    def _packed_inputs(self, table: torch.Tensor, index: torch.Tensor, lengths: torch.Tensor,
+                       boundary: Optional[torch.Tensor]):
+        """(packing of the rows ``<S>`` w_1 .. w_n ``</S>``, per direction the (N,) numpy position
+        each packed row reads, the LSTM inputs (2, N, P)) of :meth:`forward_indexed`'s arguments."""
+        if boundary is None:
+            boundary = self.boundary_vectors()
+        full = torch.cat([boundary, table])  # row 0 <S>, row 1 </S>, 2 + k token k
+        pk = pack(lengths.cpu().numpy() + 2)
+        flat_index = index.reshape(-1).cpu().numpy()
+        T = index.shape[1]
+        positions, inputs_idx = [], []
+        for d in range(2):
+            pos = pk.positions(d)  # position in <S> w_1 .. w_n </S>
+            word = pos - 1
+            inner = (word >= 0) & (word < pk.length - 2)
+            src = numpy.where(pos == 0, 0, 1)
+            src[inner] = 2 + flat_index[pk.row[inner] * T + word[inner]]
+            positions.append(pos)
+            inputs_idx.append(src)
+        return pk, positions, full[torch.from_numpy(numpy.stack(inputs_idx)).to(table.device)]
+
+    def forward_lm(self, table: torch.Tensor, index: torch.Tensor, boundary: Optional[torch.Tensor] = None,
+                   dropout: Optional[nn.Module] = None):
+        """The top LSTM layer of both language models, packed, for training a language model on it
+        (the pretrainer's softmax head; autograd flows when the parameters require grad).
+
+        table, index, boundary: as :meth:`forward_indexed` (stateless). ``dropout``: applied to
+        each LSTM layer's input (see :meth:`.lstm.ElmoLstm.forward`), not to the output.
+        Returns (top (2, N, P) float32: direction 0 the forward LM, 1 the backward LM; row (N,)
+        int64 numpy: the batch row of each packed row; positions: per direction (N,) int64 numpy,
+        the position each packed row reads in ``<S>`` w_1 .. w_n ``</S>`` (0 .. n + 1)). The
+        forward LM's output at position k predicts the token at k + 1, the backward LM's the token
+        at k - 1 (Peters et al. 2018, section 3.1). Raises ElmoDataError as :meth:`forward_indexed`.
+        """
+        if index.dim() != 2:
+            raise ElmoDataError(f"index must be (batch, max_len), got {tuple(index.shape)}")
+        self._apply_precision(table.device)
+        lengths = self._check_prefix(index)
+        pk, positions, inputs = self._packed_inputs(table, index, lengths, boundary)
+        hidden, _ = self.lstm(inputs, pk, dropout=dropout)
+        return hidden[-1], pk.row, positions
+
+    @staticmethod
+    def _check_prefix(index: torch.Tensor) -> torch.Tensor:
+        """(B,) lengths of index's rows; ElmoDataError unless each row's tokens precede its padding."""
+        mask = index >= 0
+        lengths = mask.sum(1)
+        if not bool((mask == (torch.arange(index.shape[1], device=index.device) < lengths[:, None])).all()):
+            raise ElmoDataError("padding must follow a sentence's tokens (mask must be a prefix of each row)")
+        return lengths
 
     def _initial_state(self, B: int, order: torch.Tensor):
         h, c = self.lstm.zero_state(B)

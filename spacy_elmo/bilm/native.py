@@ -13,8 +13,6 @@ Torch ops (``torch.ops.spacy_elmo_lstmp``); for the LSTM, one call each per laye
 - ``elmo_backward(d_out, d_c_last, batch_sizes, acts, cs, hs_raw, whh, whr, cell_clip,
   proj_clip)``: the reverse recurrence (per step two products and the gate derivatives); the
   weight gradients stay one product each in :mod:`.lstm_train`;
-- ``forward`` / ``backward``: the same for padded batches, torch's gate order and no clipping
-  (the pretraining's ``ProjectedLSTM``, kept until the pretraining runs on :mod:`.lstm_train`);
 
 and, for the pretraining's softmax, ``cross_entropy_rows(logits, target, scale, grad)``: -log
 softmax per row in one pass over each row, overwriting the logits with their gradient.

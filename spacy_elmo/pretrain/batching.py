@@ -52,34 +52,25 @@ def epoch_batches(split: Split, tokens_per_batch: int, seed: int, epoch: int) ->
 def make_batch(
     split: Split, sentence_ids: numpy.ndarray, char_table: numpy.ndarray, type_to_word: numpy.ndarray
 ) -> Dict[str, torch.Tensor]:
-    """Tensors for :meth:`LanguageModel.forward` from sentence indices.
-
-    Each sentence is [<S>(type 0), t_1..t_N, </S>(type 1)]; both directions see N + 1 inputs.
-    """
+    """Tensors for :meth:`.lm.LanguageModel.forward` from sentence indices: ``char_ids`` (2 + U,
+    width) int64, the rows of <S> and </S> (char_table's rows 0 and 1) then those of the batch's U
+    distinct token types; ``index`` (B, T) int64, each token's row in ``char_ids[2:]``, -1 after
+    a sentence's T_b tokens (T the longest); ``targets`` (B, T + 2) int64, the softmax word ids
+    of [<S>, t_1..t_N, </S>], -1 after. Both directions predict N + 1 words per sentence."""
     sents = [split.tokens[split.offsets[i] : split.offsets[i + 1]] for i in sentence_ids]
-    B = len(sents)
-    T = max(len(s) for s in sents) + 1
-    seqs = numpy.full((B, T + 1), -1, dtype=numpy.int64)
-    rev = numpy.full((B, T + 1), -1, dtype=numpy.int64)
+    B, T = len(sents), max(len(s) for s in sents)
+    tokens = numpy.full((B, T), -1, dtype=numpy.int64)
+    seqs = numpy.full((B, T + 2), -1, dtype=numpy.int64)
     for b, s in enumerate(sents):
-        full = numpy.concatenate([[0], s, [1]])
-        seqs[b, : len(full)] = full
-        rev[b, : len(full)] = full[::-1]
-    valid = seqs >= 0
-    uniq, inverse = numpy.unique(seqs[valid], return_inverse=True)
-    local_f = numpy.full_like(seqs, -1)
-    local_f[valid] = inverse
-    local_b = numpy.full_like(rev, -1)
-    # rev holds the same multiset per row; map through a lookup table
-    lookup = numpy.full(int(uniq.max()) + 1, -1, dtype=numpy.int64)
-    lookup[uniq] = numpy.arange(len(uniq))
-    local_b[valid] = lookup[rev[valid]]
-    words_f = numpy.where(valid, type_to_word[numpy.maximum(seqs, 0)], -1)
-    words_b = numpy.where(valid, type_to_word[numpy.maximum(rev, 0)], -1)
+        tokens[b, : len(s)] = s
+        seqs[b, : len(s) + 2] = numpy.concatenate([[0], s, [1]])
+    valid = tokens >= 0
+    uniq, inverse = numpy.unique(tokens[valid], return_inverse=True)
+    index = numpy.full_like(tokens, -1)
+    index[valid] = inverse.reshape(-1)
+    targets = numpy.where(seqs >= 0, type_to_word[numpy.maximum(seqs, 0)], -1)
     return {
-        "char_ids": torch.from_numpy(char_table[uniq].astype(numpy.int64)),
-        "fwd_inputs": torch.from_numpy(local_f[:, :-1].copy()),
-        "bwd_inputs": torch.from_numpy(local_b[:, :-1].copy()),
-        "fwd_targets": torch.from_numpy(words_f[:, 1:].copy()),
-        "bwd_targets": torch.from_numpy(words_b[:, 1:].copy()),
+        "char_ids": torch.from_numpy(char_table[numpy.concatenate([[0, 1], uniq])].astype(numpy.int64)),
+        "index": torch.from_numpy(index),
+        "targets": torch.from_numpy(targets.astype(numpy.int64)),
     }

@@ -153,3 +153,13 @@ def load_config(path: Optional[Union[str, Path]] = None, overrides: Optional[Dic
         for name, default_value in default[section].items():
             _check_type(section, name, base[section][name], default_value, sources.get((section, name), ""))
     return base
+
+
+def user_keys(path: Optional[Union[str, Path]], overrides: Optional[Dict[str, object]] = None) -> set:
+    """The ``"section.key"`` names a user set: in the config file at ``path`` (None: none) and in
+    ``overrides`` (the settings :func:`load_config` did not fill from the default)."""
+    keys = set(overrides or {})
+    if path is not None and os.path.exists(path):
+        user = Config().from_str(read_text(path, CONFIG_BYTES, "config file"), interpolate=False)
+        keys.update(f"{section}.{name}" for section in user for name in user[section])
+    return keys

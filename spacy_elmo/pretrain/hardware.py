@@ -7,8 +7,9 @@ device resumes on another.
 Precision: which number format the pretraining's matrix products use.
 
 - ``"float32"``: everything in float32.
-- ``"bfloat16"``: the fused LSTM's products read bfloat16 operands and accumulate in float32
-  (:mod:`.recurrent`); parameters, optimizer state, cell states and the exported weights stay
+- ``"bfloat16"``: the products of the LSTMs' training path (``ElmoLstm.train_gemm_dtype``,
+  :mod:`spacy_elmo.bilm.lstm_train`), the char CNN and the softmax read bfloat16 operands and
+  accumulate in float32; parameters, optimizer state, cell states and the exported weights stay
   float32. On CPU this pays only where the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX):
   measured on a Zen 4 (AVX512-BF16), a bfloat16 GEMM ran 2-3x a float32 one on ELMo's shapes.
 - ``"auto"`` (default): bfloat16 where it pays (a CUDA device, or a CPU with AVX512-BF16 / AMX),

@@ -7,7 +7,7 @@ import torch
 
 from ..hub.resolve import resolve
 from .config import load_config
-from .corpus import Split, map_types_to_words, resolve_paths, tokenize_corpus, type_char_ids
+from .corpus import Split, map_types_to_words, resolve_paths, tokenize_corpus
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate
 from .export import load_model
@@ -31,7 +31,7 @@ def perplexity(model: str, text_path: str, max_sentence_tokens: int = 50,
         paths, block_lines=1, heldout_every=1, max_sentence_tokens=max_sentence_tokens
     )
     type_to_word = map_types_to_words(types, words)
-    return evaluate(lm, split, type_char_ids(types), type_to_word, 0, 2000)
+    return evaluate(lm, split, lm.char_table(types), type_to_word, 0, 2000)
 
 
 def run_scorer(run_dir: str, model_dir: Optional[str] = None) -> Tuple[dict, Callable[[Split], Dict[str, float]]]:
@@ -51,7 +51,7 @@ def run_scorer(run_dir: str, model_dir: Optional[str] = None) -> Tuple[dict, Cal
     cfg = load_config(out / "config.cfg")
     corpus = prepare_corpus(cfg, out, progress=False)
     lm, words = load_model(str(model_dir or out / "model"))
-    char_table = type_char_ids(corpus["types"])
+    char_table = lm.char_table(corpus["types"])
     type_to_word = map_types_to_words(corpus["types"], words)
     batch_tokens = training_settings(cfg).tokens_per_batch
     return corpus, lambda split: evaluate(lm, split, char_table, type_to_word, 0, batch_tokens)

@@ -3,11 +3,11 @@
 :func:`_train_loop` takes optimizer steps until a stopping rule, a signal or the end of a stint.
 
 Pieces live next door: the corpus cache (:mod:`.corpus_cache`), batches (:mod:`.batching`), the
-model (:mod:`.lm`, :mod:`.recurrent`), held-out evaluation (:mod:`.evaluation`), checkpoint and
-meta.json (:mod:`.checkpoint`), ranks (:mod:`.distributed`), warm starts (:mod:`.widen`).
+model (:mod:`.lm`: :class:`spacy_elmo.bilm.BiLM` and a softmax head), held-out evaluation
+(:mod:`.evaluation`), checkpoint and meta.json (:mod:`.checkpoint`), ranks (:mod:`.distributed`),
+warm starts and continued pretraining (:mod:`.source`, :mod:`.widen`).
 """
 import math
-import os
 import signal
 import sys
 import time
@@ -17,21 +17,21 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from ..errors import ElmoConfigError, ElmoDataError, ElmoModelFileError
+from ..bilm import lstm_paths, lstm_train
+from ..errors import ElmoConfigError, ElmoDataError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
 from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
-from .config import load_config
-from .corpus import build_vocab, map_types_to_words, type_char_ids
+from .config import load_config, user_keys
+from .corpus import build_vocab, map_types_to_words
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
-from .export import load_model, write_model
+from .export import write_model
 from .hardware import cpu_name, resolve_device, resolve_precision
-from .lm import LanguageModel, softmax_cutoffs
+from .lm import LanguageModel, model_options, native_ops, softmax_cutoffs
 from .memory import keep_freed_memory
-from .recurrent import cells_kind
 from .settings import TrainingSettings, training_settings
-from .widen import widened_state_dict, width_change
+from .source import load_source, source_lm, trained_options, warm_start
 
 __all__ = ["pretrain", "lr_factor", "make_lm", "evaluate", "prepare_corpus", "CHECKPOINT"]
 RANK_SEED_STRIDE = 7919  # rank r seeds torch with seed + r * this (rank 0: the seed itself)
@@ -63,54 +63,37 @@ def decay_start_step(warmup: int, max_steps: int, decay_steps: int) -> int:
     return max(warmup, max_steps - decay_steps) if decay_steps else warmup
 
 
-def _load_init_from(init_from: str):
-    """load_model(init_from), with errors that name [training] init_from."""
-    where = f"[training] init_from = {init_from!r}"
-    if not os.path.isdir(init_from):
-        raise FileNotFoundError(f"{where}: no such directory; give a model directory written by "
-                                "`python -m spacy_elmo pretrain` (OUTPUT_DIR/model), or null to train from scratch")
-    try:
-        return load_model(init_from)
-    except FileNotFoundError as err:
-        raise FileNotFoundError(f"{where}: {err}") from None
-    except ElmoModelFileError as err:
-        raise ElmoModelFileError(f"{where}: {err}", path=err.path, dataset=err.dataset) from None
-    except ValueError as err:
-        raise ElmoConfigError(f"{where}: {err}") from None
-
-
-def _warm_start(lm: LanguageModel, source_lm: LanguageModel, init_from: str) -> dict:
-    """Load source_lm's weights into lm, widened (:mod:`.widen`) where lm's projection or cells are
-    larger; returns the width change ({} if none). Raises PretrainConfigError (a ValueError) naming [training] init_from
-    for any other difference of architecture."""
-    try:
-        change = width_change(source_lm, lm)
-        lm.load_state_dict(widened_state_dict(source_lm, lm) if change else source_lm.state_dict())
-    except (RuntimeError, ValueError) as err:
-        raise ElmoConfigError(f"[training] init_from = {init_from!r}: its architecture differs from [model] / "
-                                  f"[softmax] of this config ({str(err).splitlines()[0]})") from None
-    return change
-
-
-def make_lm(cfg, vocab_size: int) -> Tuple[LanguageModel, dict]:
-    """The training LanguageModel of a config, on its [training] device, and how it runs (for
-    meta.json). Raises PretrainConfigError (a ValueError) for an unknown or unavailable device or precision."""
+def make_lm(cfg, vocab_size: int, options: Optional[dict] = None,
+            softmax_cfg: Optional[dict] = None) -> Tuple[LanguageModel, dict]:
+    """The training LanguageModel of a config, randomly initialised, on its [training] device,
+    and how it runs (for meta.json). options: the biLM's options.json (default: the [model]
+    section's, :func:`.lm.model_options`); softmax_cfg: cutoffs and div_value (default:
+    [softmax]). Raises ElmoConfigError (a ValueError) for an unknown or unavailable device or
+    precision."""
     s = training_settings(cfg)
     impl = s.lstm_impl
     device = resolve_device(s.device)
     dtype, reason = resolve_precision(s.precision, str(device))
     if impl == "torch":
         dtype, reason = torch.float32, "float32 (lstm_impl = 'torch')"
-    compile_cells = s.compile and impl == "fused" and device.type == "cpu"
-    lm = LanguageModel(dict(cfg["model"]), dict(cfg["softmax"]), vocab_size, lstm_impl=impl, gemm_dtype=dtype,
-                       compile=compile_cells).to(device)
-    kept, dropped = softmax_cutoffs(cfg["softmax"]["cutoffs"], vocab_size)
+    fast = s.compile and impl == "fused" and device.type == "cpu"
+    ops = native_ops() if fast else None
+    # the LSTMs' training path: the native recurrence, else torch.compile'd cells, else eager steps
+    recurrence = "native" if fast else "eager"
+    softmax_cfg = softmax_cfg or dict(cfg["softmax"])
+    lm = LanguageModel.new(options or model_options(cfg["model"]), softmax_cfg, vocab_size,
+                           dropout=float(cfg["model"]["dropout"]), lstm_impl=impl, gemm_dtype=dtype, ops=ops,
+                           recurrence=recurrence).to(device)
+    kept, dropped = softmax_cutoffs(softmax_cfg["cutoffs"], vocab_size)
     if dropped:
         _log(f"[softmax] cutoffs {dropped} are not below the softmax vocabulary of {vocab_size:,} words "
              f"(vocab.size = {int(cfg['vocab']['size']):,}): dropped, clusters at {kept}")
-    cells = cells_kind(lm.forward_lstms[0].cells) if impl == "fused" else "torch"
+    probe = torch.zeros(2, 1, lm.projection_dim, device=device, requires_grad=True)
+    lstm_path = type(lstm_paths.choose(lm.bilm.lstm, probe)).__name__
+    cells = "autograd" if impl == "torch" else lstm_train.cells_kind(lstm_train.resolve(recurrence, dtype))
     path = {"device": str(device), "lstm_impl": impl, "precision": str(dtype).replace("torch.", ""),
-            "precision_reason": reason, "compiled_cells": cells in ("native", "inductor"), "cells": cells,
+            "precision_reason": reason, "native_ops": lm.native_ops is not None, "lstm_path": lstm_path,
+            "compiled_cells": cells in ("native", "inductor"), "cells": cells,
             "cpu": cpu_name(), "threads": torch.get_num_threads()}
     if device.type == "cuda":
         path["gpu"] = torch.cuda.get_device_name(device)
@@ -133,35 +116,40 @@ def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool, 
     return load_config(config_path, overrides)
 
 
-def _model_and_corpus(cfg, out: Path, resume: bool, progress: bool, ranks: distributed.Ranks):
-    """(lm, words, corpus, run path for meta.json). A warm start's source is checked before the
-    corpus is tokenised; rank 0 tokenises while the other ranks wait, then read its cache."""
+def _model_and_corpus(cfg, out: Path, resume: bool, progress: bool, ranks: distributed.Ranks, user_set: set):
+    """(lm, words, corpus, run path for meta.json). A warm start's source is loaded and checked
+    against [model] before the corpus is tokenised (:mod:`.source`); rank 0 tokenises while the
+    other ranks wait, then read its cache."""
     init_from = training_settings(cfg).init_from
-    lm = run_path = words = None
-    if init_from:  # warm start: the source model's weights, LM head and vocabulary
-        source_lm, words = _load_init_from(init_from)
-        lm, run_path = make_lm(cfg, len(words))
-        if not resume:
-            widened = _warm_start(lm, source_lm, init_from)
-            if widened:
-                run_path["widened"] = widened  # recorded in meta.json training.commands[].path
-            if ranks.is_main:
-                _log(f"Initialised from {init_from}"
-                     + (f", widened {widened} (same function at step 0)" if widened else ""))
-        del source_lm
+    source = options = None
+    if init_from:
+        source = load_source(init_from)
+        options = trained_options(cfg, source, user_set)
     if ranks.is_main:
         corpus = prepare_corpus(cfg, out, progress)
     distributed.barrier(ranks)
     if not ranks.is_main:
         corpus = prepare_corpus(cfg, out, False)
-    if init_from:
+    if source is not None and source.words is not None:  # the source's head and vocabulary
+        words = source.words
         corpus["type_to_word"] = map_types_to_words(corpus["types"], words)
     else:
         v = cfg["vocab"]
         words, corpus["type_to_word"] = build_vocab(corpus["types"], corpus["train"], int(v["size"]),
                                                     int(v["min_count"]))
-        lm, run_path = make_lm(cfg, len(words))
-    corpus["char_table"] = type_char_ids(corpus["types"])
+    softmax_cfg = None
+    if source is not None and source.head is not None:  # the head's shape comes from the source too
+        softmax_cfg = source.head[1]
+        cfg["softmax"].update(softmax_cfg)
+    lm, run_path = make_lm(cfg, len(words), options, softmax_cfg)
+    if source is not None and not resume:
+        widened = warm_start(lm, source_lm(source, len(words), dict(cfg["softmax"])), init_from)
+        if widened:
+            run_path["widened"] = widened  # recorded in meta.json training.commands[].path
+        if ranks.is_main:
+            _log(f"Initialised from {init_from}" + (" (a new LM head)" if source.head is None else "")
+                 + (f", widened {widened} (same function at step 0)" if widened else ""))
+    corpus["char_table"] = lm.char_table(corpus["types"])
     return lm, words, corpus, run_path
 
 
@@ -191,19 +179,24 @@ def pretrain(
     resume is True and there is none (or ``from_stable`` without ``resume``); ValueError naming
     the key for an unknown or mistyped setting (see :func:`.config.load_config`), or for a
     ``from_stable`` schedule that would decay before the stable checkpoint's step. A ``[training]
-    init_from`` that is not a usable model directory raises (before the corpus is tokenised)
-    FileNotFoundError or ElmoWeightsError (a ValueError) naming ``[training] init_from``, or
-    ValueError if its architecture differs from the config (other than a wider projection or more
-    cells: see :mod:`.widen`).
+    init_from`` (any model name or directory ``BiLM.from_pretrained`` loads: :mod:`.source`) that
+    does not load raises (before the corpus is tokenised) FileNotFoundError or ElmoModelFileError
+    (a ValueError) naming ``[training] init_from``; a ``[model]`` value given in the config file
+    or an override that differs from the source's raises ElmoConfigError (a ValueError)
+    naming both (except a wider projection or more cells: see :mod:`.widen`).
     """
     out = Path(output_dir)
     cfg = _run_config(out, config_path, overrides, resume, from_stable)
+    # the settings the user gave (on --resume: all of the run's config.cfg, which records the shape)
+    user_set = {f"{section}.{key}" for section in cfg for key in cfg[section]} if resume \
+        else user_keys(config_path, overrides)
     device = training_settings(cfg).device
     resolve_device(device)  # an unavailable device fails before any work
     ranks = distributed.setup(device)
     try:
         with keep_freed_memory():  # no page faults for each step's large tensors (see .memory)
-            meta = _pretrain(out, cfg, ranks, resume, progress and ranks.is_main, command, stop_after, from_stable)
+            meta = _pretrain(out, cfg, ranks, resume, progress and ranks.is_main, command, stop_after, from_stable,
+                             user_set)
     except BaseException:
         if ranks.world > 1:
             torch.distributed.destroy_process_group()
@@ -212,12 +205,13 @@ def pretrain(
     return meta
 
 
-def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from_stable=False) -> dict:
+def _pretrain(out: Path, cfg, ranks, resume, progress, command, stop_after, from_stable=False,
+              user_set: frozenset = frozenset()) -> dict:
     s = training_settings(cfg)
     if s.threads:
         torch.set_num_threads(s.threads)
     torch.manual_seed(s.seed + RANK_SEED_STRIDE * ranks.rank)
-    lm, words, corpus, run_path = _model_and_corpus(cfg, out, resume, progress, ranks)
+    lm, words, corpus, run_path = _model_and_corpus(cfg, out, resume, progress, ranks, user_set)
     if ranks.is_main:
         _log_corpus(corpus, words)
     optimizer = torch.optim.Adam(lm.parameters(), lr=s.learning_rate)
