@@ -4,7 +4,8 @@ Runs in a separate environment holding the reference package (never a dependency
 spacy-elmo; ``elmoformanylangs`` 0.0.4.post2 fails at import with a current ``overrides``)::
 
     python -m venv /tmp/efml-venv
-    /tmp/efml-venv/bin/pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu elmoformanylangs==0.0.4.post2 overrides==3.1.0
+    /tmp/efml-venv/bin/pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu \
+        elmoformanylangs==0.0.4.post2 overrides==3.1.0
     /tmp/efml-venv/bin/python dev/efml_fixtures.py tests/data/efml
 
 For each model of ``MODELS`` it builds the reference ``Model`` (``ConvTokenEmbedder`` +

@@ -44,7 +44,7 @@ def test_a_model_that_memorised_its_text_shows_a_gap(tmp_path):
     assert scores["heldout"]["perplexity"] == pytest.approx(meta["heldout"]["perplexity"], rel=1e-5)
     assert abs(scores["train"]["tokens"] - scores["heldout"]["tokens"]) < 0.5 * scores["heldout"]["tokens"]
     assert scores["ratio"] == pytest.approx(scores["train"]["perplexity"] / scores["heldout"]["perplexity"])
-    assert scores["ratio"] < 0.6  # 0.0003 here after 1,000 steps (0.66 after 500); a model that generalises stays near 1
+    assert scores["ratio"] < 0.6  # 0.0003 after 1,000 steps (0.66 after 500); a model that generalises stays near 1
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from spacy_elmo.bilm import BiLM
-from spacy_elmo.pretrain.batching import make_batch
 from spacy_elmo.errors import ElmoConfigError
+from spacy_elmo.pretrain.batching import make_batch
 from spacy_elmo.pretrain.train import pretrain
 
 from helpers import write_corpus
