@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 from confection import Config
-from helpers import REPO, TINY_OPTIONS, reference_dir, tiny_corpus_overrides
 
 from spacy_elmo.bilm import BiLM
 from spacy_elmo.bilm.options import JSON_KEYS, BiLMOptions, check_options, read_options, write_options
 from spacy_elmo.errors import ElmoModelFileError
 from spacy_elmo.pretrain.config import load_config
 from spacy_elmo.pretrain.lm import MODEL_KEYS, model_config, model_options
+
+from helpers import REPO, TINY_OPTIONS, reference_dir, tiny_corpus_overrides
 
 PACKAGED = REPO / "spacy_elmo" / "models" / "en_elmo_small"
 FIXED = {"n_characters": 262, "max_characters_per_token": 50, "cell_clip": None, "proj_clip": None}
@@ -127,3 +128,15 @@ def test_from_json_errors_are_check_options_one_liners(change, match):
 def test_new_rejects_a_bad_model_value_in_one_line():
     with pytest.raises(ElmoModelFileError, match=r"^options: char_cnn\.filters: expected a non-empty list"):
         model_options({**dict(load_config()["model"]), "filters": [4, 8]})
+
+
+def test_pretraining_docs_table_is_json_keys():
+    """docs/pretraining.md's table of [model] names and options.json keys is JSON_KEYS."""
+    text = (REPO / "docs" / "pretraining.md").read_text(encoding="utf-8")
+    section = text[text.index("**`[model]` and `options.json`:**"):].split("\n\n")[1]
+    rows = [line.split("|")[1:3] for line in section.splitlines()[2:]]  # below the header and its rule
+    table = {}
+    for names, keys in rows:
+        for name, key in zip(names.split(","), keys.split(",")):
+            table[name.strip(" `")] = tuple(key.strip(" `").split("."))
+    assert table == {name: JSON_KEYS[name] for name in MODEL_KEYS}
