@@ -25,7 +25,7 @@ from .batching import embed_batches
 from .char_cnn import CharCNN
 from .indexer import make_indexer
 from .lstm import ElmoLstm
-from .options import check_options, read_options, write_options
+from .options import BiLMOptions, check_options, read_options, write_options
 from .packing import pack
 from .precision import Resolved, check_precision, resolve as resolve_precision
 from .sizes import out_of_memory
@@ -42,8 +42,9 @@ class BiLMOutput(NamedTuple):
 
 
 class BiLM(nn.Module):
-    """ELMo biLM. ``BiLM(options)`` builds a randomly initialised model from an options dict
-    (see :mod:`.options`); :meth:`from_files` loads bilm-tf / AllenNLP files.
+    """ELMo biLM. ``BiLM(options)`` builds a randomly initialised model from an options dict or a
+    :class:`~.options.BiLMOptions` (see :mod:`.options`); :meth:`from_files` loads bilm-tf /
+    AllenNLP files.
 
     Stateless by default: a sentence's vectors do not depend on the rest of the batch or on
     earlier calls. With ``stateful=True``, :meth:`forward` starts each row's LSTMs from the final
@@ -53,7 +54,8 @@ class BiLM(nn.Module):
 
     Parameters are frozen (``requires_grad=False``); call ``requires_grad_(True)`` to train, which
     makes :meth:`forward` use the (slower) autograd-friendly LSTM path. The module is in eval mode.
-    Attributes: ``options`` (checked dict), ``indexer`` (token strings -> id rows, see
+    Attributes: ``spec`` (:class:`~.options.BiLMOptions`), ``options`` (its options.json object,
+    ``spec.to_json()``), ``indexer`` (token strings -> id rows, see
     :mod:`.indexer`), ``num_layers``, ``projection_dim``, ``output_dim`` (2P).
 
     ``precision``: "float32" (default, exact), "bfloat16" or "int8" (opt-in, inference without
@@ -66,11 +68,12 @@ class BiLM(nn.Module):
     (``bilm.precision = "int8"``); not saved in the files.
     """
 
-    def __init__(self, options: dict, stateful: bool = False, precision: str = "float32") -> None:
+    def __init__(self, options: Union[dict, BiLMOptions], stateful: bool = False, precision: str = "float32") -> None:
         super().__init__()
         self._precision = check_precision(precision, "BiLM precision")
         self._resolved = {}  # device type -> precision.Resolved (resolved on first use there)
-        self.options = check_options(options)
+        self.spec = options if isinstance(options, BiLMOptions) else BiLMOptions.from_json(options)
+        self.options = self.spec.to_json()
         self.indexer = make_indexer(self.options)
         self.char_cnn = CharCNN.from_options(self.options, pad_id=self.indexer.pad_id)
         self.lstm = ElmoLstm.from_options(self.options)

@@ -29,11 +29,17 @@ word embedding concatenated before the char CNN's projection (0 and 0 for none).
 (``vocab.chars``, ``vocab.words``: string -> id, as in :class:`~.indexer.VocabularyIndexer`) are
 stored in ``weights.hdf5`` (:mod:`.weights`), or inline in ``vocab`` (both are read; an in-memory
 model holds them inline). A later ``format_version`` is refused with a one-line error.
+
+:class:`BiLMOptions` is the same document as one frozen dataclass: flat, typed fields (the names
+of the pretraining config's ``[model]`` section, mapped to their options.json keys by
+:data:`JSON_KEYS`) read with the validation above (:meth:`BiLMOptions.from_json`) and written back
+unchanged (:meth:`BiLMOptions.to_json`).
 """
 import copy
 import json
 import os
-from typing import Any, Dict, Union
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple, Union
 
 from ..errors import ElmoFileError, ElmoModelFileError
 from .files import CONFIG_BYTES, read_json
@@ -186,3 +192,93 @@ def write_options(options: Dict[str, Any], path: Union[str, os.PathLike]) -> Non
     with open(path, "w", encoding="utf-8") as f:
         json.dump(options, f, indent=2)
         f.write("\n")
+
+
+# Each BiLMOptions field (the flat name, also a key of the pretraining config's [model]) and the
+# key path of the same value in options.json. The one mapping between the two.
+JSON_KEYS = {
+    "char_dim": ("char_cnn", "embedding", "dim"),
+    "filters": ("char_cnn", "filters"),
+    "n_highway": ("char_cnn", "n_highway"),
+    "activation": ("char_cnn", "activation"),
+    "n_characters": ("char_cnn", "n_characters"),
+    "max_characters_per_token": ("char_cnn", "max_characters_per_token"),
+    "lstm_dim": ("lstm", "dim"),
+    "projection_dim": ("lstm", "projection_dim"),
+    "n_layers": ("lstm", "n_layers"),
+    "use_skip_connections": ("lstm", "use_skip_connections"),
+    "cell_clip": ("lstm", "cell_clip"),
+    "proj_clip": ("lstm", "proj_clip"),
+}
+
+
+@dataclass(frozen=True)
+class BiLMOptions:
+    """A checked ``options.json`` (see the module docstring) as typed, read-only fields.
+
+    Char CNN: ``char_dim`` (character embedding width), ``filters`` ((width, n_filters), ...),
+    ``n_highway``, ``activation`` ("relu" | "tanh"), ``n_characters``, ``max_characters_per_token``.
+    LSTM: ``lstm_dim`` (cell width C), ``projection_dim`` (P), ``n_layers``,
+    ``use_skip_connections``, ``cell_clip`` / ``proj_clip`` (float, None: no clipping).
+    ``format_version`` (1 or 2). :data:`JSON_KEYS` maps every field but ``format_version`` to its
+    options.json key. The whole document, keys this class does not model included (bilm-tf's
+    ``dropout``, the ``vocab`` section), is kept so that :meth:`to_json` returns exactly what
+    :func:`check_options` returned (same keys, values and order: ``options.json`` round trips
+    byte for byte).
+    """
+
+    char_dim: int
+    filters: Tuple[Tuple[int, int], ...]
+    n_highway: int
+    activation: str
+    n_characters: int
+    max_characters_per_token: int
+    lstm_dim: int
+    projection_dim: int
+    n_layers: int
+    use_skip_connections: bool
+    cell_clip: Optional[float]
+    proj_clip: Optional[float]
+    format_version: int
+    document: str = field(repr=False, compare=False)  # the checked options as JSON text
+
+    @classmethod
+    def from_json(cls, options: Any, path: Union[str, os.PathLike, None] = None) -> "BiLMOptions":
+        """The options of an options.json object. Raises :class:`ElmoModelFileError` as
+        :func:`check_options` (one line naming ``path`` and the bad key)."""
+        opts = check_options(options, path)
+        values = {}
+        for name, key in JSON_KEYS.items():
+            value = opts
+            for part in key:
+                value = value[part]
+            values[name] = value
+        values["filters"] = tuple((w, n) for w, n in values["filters"])
+        return cls(**values, format_version=opts.get("format_version", 1), document=json.dumps(opts))
+
+    @classmethod
+    def new(cls, char_dim: int, filters, n_highway: int, activation: str, lstm_dim: int, projection_dim: int,
+            n_layers: int, use_skip_connections: bool, cell_clip: Optional[float] = None,
+            proj_clip: Optional[float] = None) -> "BiLMOptions":
+        """Options of a byte-character (format_version 1, bilm-tf's 262 ids and 50 characters)
+        biLM of these sizes, laid out as bilm-tf writes them. Raises :class:`ElmoModelFileError`
+        for a bad value, as :meth:`from_json`."""
+        return cls.from_json({
+            "lstm": {"dim": lstm_dim, "projection_dim": projection_dim, "n_layers": n_layers,
+                     "use_skip_connections": use_skip_connections, "cell_clip": cell_clip, "proj_clip": proj_clip},
+            "char_cnn": {"embedding": {"dim": char_dim}, "filters": list(filters),
+                         "n_highway": n_highway, "activation": activation,
+                         "n_characters": 262, "max_characters_per_token": 50},
+        })
+
+    def to_json(self) -> Dict[str, Any]:
+        """The options as a new options.json object (what :func:`check_options` returns)."""
+        return json.loads(self.document)
+
+    def fields(self, names=tuple(JSON_KEYS)) -> Dict[str, Any]:
+        """``{name: value}`` of the fields ``names`` (default: all of :data:`JSON_KEYS`), with
+        ``filters`` as a list of [width, n_filters] lists (as a config or JSON holds it)."""
+        out = {name: getattr(self, name) for name in names}
+        if "filters" in out:
+            out["filters"] = [list(f) for f in out["filters"]]
+        return out

@@ -31,8 +31,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..bilm import BiLM, lstm_train
-from ..bilm.chars import MAX_CHARS, N_CHARACTERS
 from ..bilm.indexer import ByteIndexer
+from ..bilm.options import BiLMOptions
 from ..errors import ElmoConfigError
 from .token_encoder import encode_types
 
@@ -135,46 +135,25 @@ def fused_adaptive_nll(softmax: nn.AdaptiveLogSoftmaxWithLoss, x: torch.Tensor, 
     return sum(losses, loss), nll + head_nll
 
 
-# The [model] keys of the pretraining config and where options.json keeps the same values.
-MODEL_KEYS = {
-    "char_dim": ("char_cnn", "embedding", "dim"),
-    "filters": ("char_cnn", "filters"),
-    "n_highway": ("char_cnn", "n_highway"),
-    "activation": ("char_cnn", "activation"),
-    "lstm_dim": ("lstm", "dim"),
-    "projection_dim": ("lstm", "projection_dim"),
-    "n_layers": ("lstm", "n_layers"),
-    "use_skip_connections": ("lstm", "use_skip_connections"),
-}
+# The [model] keys of the pretraining config that shape the biLM: fields of BiLMOptions, the same
+# names (options.json keeps them at spacy_elmo.bilm.options.JSON_KEYS).
+MODEL_KEYS = ("char_dim", "filters", "n_highway", "activation", "lstm_dim", "projection_dim", "n_layers",
+              "use_skip_connections")
 
 
 def model_options(model_cfg: dict) -> dict:
-    """options.json (bilm-tf layout) of a new biLM of the [model] section ``model_cfg``: byte
-    characters (as bilm-tf), no cell or projection clipping."""
-    c = model_cfg
-    return {
-        "lstm": {"dim": int(c["lstm_dim"]), "projection_dim": int(c["projection_dim"]), "n_layers": int(c["n_layers"]),
-                 "use_skip_connections": bool(c["use_skip_connections"]), "cell_clip": None, "proj_clip": None},
-        "char_cnn": {"embedding": {"dim": int(c["char_dim"])}, "filters": [[int(w), int(n)] for w, n in c["filters"]],
-                     "n_highway": int(c["n_highway"]), "activation": str(c["activation"]),
-                     "n_characters": N_CHARACTERS, "max_characters_per_token": MAX_CHARS},
-    }
+    """options.json (bilm-tf layout) of a new biLM of the [model] section ``model_cfg``
+    (:meth:`BiLMOptions.new <spacy_elmo.bilm.options.BiLMOptions.new>`): byte characters (as
+    bilm-tf), no cell or projection clipping. Raises ElmoModelFileError (a ValueError) for a
+    value options.json does not accept."""
+    return BiLMOptions.new(**{key: model_cfg[key] for key in MODEL_KEYS}).to_json()
 
 
 def model_config(options: dict) -> dict:
     """The [model] values (:data:`MODEL_KEYS`) of a biLM's options.json (the inverse of
     :func:`model_options` on these keys; ``activation`` defaults to "relu" and
     ``use_skip_connections`` to false, as in :mod:`spacy_elmo.bilm.options`)."""
-    out = {}
-    for key, path in MODEL_KEYS.items():
-        value = options
-        for part in path:
-            value = value.get(part) if isinstance(value, dict) else None
-        out[key] = value
-    out["activation"] = out["activation"] or "relu"
-    out["use_skip_connections"] = bool(out["use_skip_connections"])
-    out["filters"] = [[int(w), int(n)] for w, n in out["filters"]]
-    return out
+    return BiLMOptions.from_json(options).fields(MODEL_KEYS)
 
 
 def check_cross_entropy(ops, dtype: torch.dtype) -> None:

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 
 from ..bilm import BiLM
+from ..bilm.options import JSON_KEYS
 from ..errors import ElmoConfigError, ElmoModelFileError
 from ..hub.resolve import resolve
 from .export import read_head
@@ -90,7 +91,8 @@ def trained_options(cfg, source: Source, user_set: set) -> dict:
         want = cfg["model"][key]
         if f"model.{key}" in user_set and want != have[key]:
             if key in SHAPE_KEYS and isinstance(want, int) and want > have[key]:
-                options["lstm"]["dim" if key == "lstm_dim" else key] = want
+                section, name = JSON_KEYS[key]
+                options[section][name] = want
                 continue
             raise ElmoConfigError(f"[model] {key} = {want!r} contradicts {_where(source.name)}, whose {key} is "
                                       f"{have[key]!r}: remove [model] {key} (the shape comes from the source)")
