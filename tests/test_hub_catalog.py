@@ -74,6 +74,12 @@ def test_unknown_names_get_the_closest_ones():
     assert "did you mean" not in catalog.unknown_name("zzzzzzzz")
 
 
+def test_a_misspelt_packaged_name_is_offered_first():
+    assert "did you mean en_elmo_small" in catalog.unknown_name("en_elmo_smal", ["en_elmo_small"])
+    with pytest.raises(FileNotFoundError, match=r"did you mean en_elmo_small, "):
+        load_bilm("en_elmo_smal")
+
+
 def test_load_bilm_takes_a_name_a_directory_or_two_files(tiny_model, tmp_path):
     from spacy_elmo import DEFAULT_MODEL
 

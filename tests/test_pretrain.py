@@ -426,3 +426,14 @@ def test_bad_pretraining_inputs_are_elmo_errors(tmp_path):
     with pytest.raises(ElmoDataError, match=r"corpus\.pack: not a pre-tokenised corpus written by corpus_pack") as err:
         read_pack(str(pack))
     assert isinstance(err.value, ElmoError) and isinstance(err.value, ValueError)
+
+
+def test_a_corpus_smaller_than_a_block_names_the_fix(tmp_path):
+    small = tmp_path / "small.txt"
+    small.write_text("".join(f"Sentence number {i} is here .\n" for i in range(20)))
+    with pytest.raises(ElmoDataError, match=r"no training sentences: .*blocks 0, 100, 200, \.\.\. of 1000 lines each\)"
+                                            r".*pass --corpus.heldout_every 0"):
+        pretrain(str(tmp_path / "run"), overrides={"corpus.paths": [str(small)]}, progress=False)
+    pretrain(str(tmp_path / "run2"), overrides={"corpus.paths": [str(small)], "corpus.heldout_every": 0,
+                                                "training.max_steps": 1}, progress=False)  # the printed fix
+    assert (tmp_path / "run2" / "model" / "weights.hdf5").is_file()

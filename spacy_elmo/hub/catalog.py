@@ -22,7 +22,7 @@ No torch or spaCy import.
 import difflib
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from ..errors import ElmoConfigError
 from .cache import ZIP
@@ -142,9 +142,10 @@ def names(fmt: Optional[str] = None) -> List[str]:
     return [n for n, e in CATALOG.items() if fmt is None or e.format == fmt]
 
 
-def unknown_name(name: str) -> str:
-    """The sentence for a name the catalog lacks: the closest names, and every name."""
-    close = difflib.get_close_matches(name, names(), n=3, cutoff=0.6)
+def unknown_name(name: str, others: Sequence[str] = ()) -> str:
+    """The sentence for a name the catalog lacks: the closest names (of the catalog and of
+    ``others``, e.g. the packaged models, closest first), and every catalog name."""
+    close = difflib.get_close_matches(name, [*others, *names()], n=3, cutoff=0.6)
     near = f" (did you mean {', '.join(close)}?)" if close else ""
     return (f"{name!r} is not a model of the catalog{near}; the catalog's names: {', '.join(names())} "
             "(see them with: python -m spacy_elmo models)")

@@ -85,7 +85,7 @@ def find(name: str, packaged: List[str]) -> str:
     raise FileNotFoundError(
         f"No ELMo model named or found at {name!r}: not a directory with options.json + weights.hdf5, a "
         f"packaged model {packaged} or a downloaded one {complete} (in {cache.cache_dir()}); "
-        f"{catalog.unknown_name(name)}")
+        f"{catalog.unknown_name(name, [*packaged, *complete])}")
 
 
 def load_bilm(name_or_path: Optional[PathLike] = None, options_path: Optional[PathLike] = None,

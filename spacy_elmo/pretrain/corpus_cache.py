@@ -47,7 +47,10 @@ def prepare_corpus(cfg, out_dir: Path, progress: bool = True) -> dict:
         progress=progress,
     )
     if len(train) == 0:
-        raise ElmoDataError("The corpus has no training sentences (all text went to the held-out slice?)")
+        h, b = int(c["heldout_every"]), int(c["block_lines"])
+        raise ElmoDataError(f"The corpus has no training sentences: all its lines fall in held-out blocks (blocks "
+                            f"0, {h}, {2 * h}, ... of {b} lines each); for a small corpus pass "
+                            "--corpus.heldout_every 0 (no held-out text) or a smaller --corpus.block_lines")
     write_cache(cache, key, types, train, heldout, files)
     return {"types": types, "train": train, "heldout": heldout, "files": files}
 
