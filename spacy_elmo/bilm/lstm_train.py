@@ -323,16 +323,24 @@ def native_recurrence() -> Optional[NativeRecurrence]:
 
         ops = lstmp_ops()
         native = NativeRecurrence(ops) if ops is not None else None
-        if native is not None:
-            try:
-                for dtype in TRAIN_GEMM_DTYPES:
-                    check_cells(native, dtype)
-            except Exception as err:  # noqa: BLE001 - a wrong or failing kernel: run without it
-                warnings.warn(f"the native LSTM kernels failed their check ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0][:200] if str(err) else ''}); not using them")
-                native = None
+        if native is not None and not passes_check(lambda dtype: check_cells(native, dtype), "native LSTM kernels"):
+            native = None
         _NATIVE["ops"] = native
     return _NATIVE["ops"]
+
+
+def passes_check(check, what: str) -> bool:
+    """Whether ``check(dtype)`` passes for every dtype of TRAIN_GEMM_DTYPES; where it raises (a
+    wrong or failing native kernel), one warning naming ``what`` and the error, and False: the
+    caller then runs without those kernels."""
+    try:
+        for dtype in TRAIN_GEMM_DTYPES:
+            check(dtype)
+    except Exception as err:  # noqa: BLE001 - a wrong or failing kernel: run without it
+        warnings.warn(f"the {what} failed their check ({type(err).__name__}: "
+                      f"{str(err).splitlines()[0][:200] if str(err) else ''}); not using them")
+        return False
+    return True
 
 
 _COMPILED: dict = {}

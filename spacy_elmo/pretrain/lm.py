@@ -22,7 +22,6 @@ written with :meth:`BiLM.save <spacy_elmo.bilm.BiLM.save>` and any biLM that
   as C++ ops;
 - ``"torch"``: plain torch modules under autograd (the LSTMs step by step), float32 (the reference).
 """
-import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy
@@ -185,14 +184,9 @@ def native_ops():
     if "ops" not in _LOSS_OPS:
         native = lstm_train.native_recurrence()
         ops = None if native is None else native.ops
-        if ops is not None:
-            try:
-                for dtype in lstm_train.TRAIN_GEMM_DTYPES:
-                    check_cross_entropy(ops, dtype)
-            except Exception as err:  # noqa: BLE001 - a wrong or failing kernel: run without it
-                warnings.warn(f"the native kernels failed their check ({type(err).__name__}: "
-                              f"{str(err).splitlines()[0][:200] if str(err) else ''}); not using them")
-                ops = None
+        if ops is not None and not lstm_train.passes_check(lambda dtype: check_cross_entropy(ops, dtype),
+                                                           "native kernels"):
+            ops = None
         _LOSS_OPS["ops"] = ops
     return _LOSS_OPS["ops"]
 
