@@ -88,7 +88,7 @@ def distil(args, paths):
     from spacy_elmo.static.checkpoint import Partial
 
     p = plan(args.model, paths, "all", min_count=args.min_count, max_contexts=args.max_contexts,
-             max_lines=args.max_lines)
+             max_lines=args.max_lines, precision=args.precision)
     done = os.path.join(args.workdir, "distil_result.npz")
     if os.path.isfile(done):
         with numpy.load(done) as f:
@@ -275,7 +275,9 @@ def lookup_cost(bilm, words, table, sentences, threads) -> dict:
 
 def distil_vs_embed(args, text, rounds: int = 2) -> dict:
     """tokens/s of distil_vectors (min_count 1, no context limit: every token through the biLM)
-    and of embed_file on the same file, alternating ``rounds`` times; torch threads fixed."""
+    and of embed_file on the same file, alternating ``rounds`` times, both at ``--precision``;
+    torch threads fixed. With a precision other than float32, distil_vectors at float32 too
+    ("distil_contexts_pass_float32"), for the float32 wall time of the whole corpus."""
     import shutil
 
     from spacy_elmo.embed import embed_file
@@ -285,17 +287,23 @@ def distil_vs_embed(args, text, rounds: int = 2) -> dict:
     rows = []
     for r in range(rounds):
         out = os.path.join(args.workdir, "speed_embed.hdf5")
-        e = embed_file(text, out, model=args.model, layer_spec="average", progress=False, overwrite=True)
+        e = embed_file(text, out, model=args.model, layer_spec="average", progress=False, overwrite=True,
+                       precision=args.precision)
         os.remove(out)
         target = os.path.join(args.workdir, "speed_static")
         shutil.rmtree(target, ignore_errors=True)
         c = distil_vectors(args.model, [text], target, view="average", min_count=1, max_contexts=0,
-                           threads=args.threads, progress=False)
+                           threads=args.threads, precision=args.precision, progress=False)
         shutil.rmtree(target, ignore_errors=True)
         whole = c["counts"]["tokens"] / (c["seconds"]["count"] + c["seconds"]["contexts"])
         rows.append({"embed": e["embedded_tokens"] / e["seconds"], "distil_contexts_pass": c["bilm_tokens_per_second"],
                      "distil_both_passes": whole, "distil_with_write": c["counts"]["tokens"] / (
                          c["seconds"]["count"] + c["seconds"]["contexts"] + c["seconds"]["write"])})
+        if args.precision != "float32":
+            f32 = distil_vectors(args.model, [text], target, view="average", min_count=1, max_contexts=0,
+                                 threads=args.threads, progress=False)
+            shutil.rmtree(target, ignore_errors=True)
+            rows[-1]["distil_contexts_pass_float32"] = f32["bilm_tokens_per_second"]
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     return {"rounds": rows, "median": med, "ratio_contexts_pass": med["distil_contexts_pass"] / med["embed"],
             "ratio_both_passes": med["distil_both_passes"] / med["embed"]}
@@ -377,6 +385,7 @@ def parse_args(argv=None):
     ap.add_argument("--max-contexts", type=int, default=100)
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--precision", default="float32", help="the biLM's products: float32, bfloat16 or int8")
     ap.add_argument("--speed-lines", type=int, default=600)
     ap.add_argument("--workdir", default=os.path.join(os.path.expanduser("~"), ".cache", "spacy_elmo_bench_static"))
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "results", "static_vectors.json"))
@@ -449,7 +458,8 @@ def main(argv=None):
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(args.threads)
     paths = corpus_files()
-    record = {"cpu": cpu_name(), "threads": args.threads, "load_average_at_start": load_avg()}
+    record = {"cpu": cpu_name(), "threads": args.threads, "precision": args.precision,
+              "load_average_at_start": load_avg()}
     t0 = time.perf_counter()
     p, d = distil(args, paths)
     record["distil"] = dict(d.stats, sums_mb=d.means.size * 8 / 1e6)
@@ -461,14 +471,16 @@ def main(argv=None):
                               "common": len(w2v_words & our_words)}
     from spacy_elmo.bilm import BiLM
 
-    bilm = BiLM.from_pretrained(p.model_dir)
+    bilm = BiLM.from_pretrained(p.model_dir, precision=args.precision)
     record["similarity"] = similarity(args, d, wv, bilm, p.n_layers)
     record["published"] = PUBLISHED
     text, sentences = speed_text(args, paths)
     record["lookup"] = lookup_cost(bilm, d.words, views(d, p.n_layers)["average"], sentences, args.threads)
     record["distil_vs_embed"] = distil_vs_embed(args, text)
-    record["projection"] = projection(args, file_lines, tokens_path, paths, d.stats["tokens"] / tokenized["seconds"],
-                                      record["lookup"]["forward_tokens_per_second"], p.dim)
+    if args.max_lines:  # a slice: project the whole corpus; the whole corpus is measured in "distil"
+        record["projection"] = projection(args, file_lines, tokens_path, paths,
+                                          d.stats["tokens"] / tokenized["seconds"],
+                                          record["lookup"]["forward_tokens_per_second"], p.dim)
     record.update(model=model_record(args, p, d), corpus=corpus_record(args, paths, d, file_lines),
                   max_contexts=args.max_contexts, min_count=args.min_count, peak_rss_mb=rss_mb(),
                   load_average_at_end=load_avg(), seconds=time.perf_counter() - t0)
@@ -486,12 +498,15 @@ def print_summary(r: dict) -> None:
     for name, s in r["similarity"]["systems"].items():
         a, b = s["simlex999"], s["wordsim353"]
         print(f"{name:28s} {a['spearman']:10.3f} {a['coverage']:6.1%} {b['spearman']:10.3f} {b['coverage']:6.1%}")
-    d, e, pr = r["distil"], r["distil_vs_embed"], r["projection"]
+    d, e = r["distil"], r["distil_vs_embed"]
     print(f"distil: {d['tokens_read']:,} tokens read, {d['tokens_embedded']:,} through the biLM, "
           f"{d['sentences_skipped']:,} sentences skipped, {d['seconds_contexts']:.0f} s, "
           f"peak RSS {d['peak_rss_mb']:.0f} MB")
     print(f"distil / embed tokens/s: {e['ratio_contexts_pass']:.2f} (contexts pass), {e['ratio_both_passes']:.2f} "
           f"(both passes); lookup / forward: {r['lookup']['lookup_over_forward']:,.0f}x")
+    if "projection" not in r:
+        return
+    pr = r["projection"]
     print(f"projected: {pr['full_corpus']['tokens']:,} tokens, {pr['wall_seconds_2_threads'] / 3600:.1f} h at 2 "
           f"threads ({pr['projected_share']:.0%} of the tokens through the biLM; "
           f"{pr['wall_seconds_2_threads_no_skipping'] / 3600:.1f} h without skipping)")

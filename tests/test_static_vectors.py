@@ -351,3 +351,18 @@ def test_option_errors_name_the_option(tiny_model, tmp_path):
         distil_vectors(tiny_model.directory, [corpus], str(tmp_path / "o"), threads="many", progress=False)
     code, line = cli(tiny_model.directory, corpus, tmp_path / "o", "--max-contexts", "-1")
     assert code == 2 and "--max-contexts" in line
+
+
+def test_precision_is_recorded_and_close_to_float32(tiny_model, bilm, tmp_path):
+    exact, nlp32 = distil(tiny_model, tmp_path, max_contexts=0, name="f32")
+    card, nlp16 = distil(tiny_model, tmp_path, max_contexts=0, name="bf16", precision="bfloat16")
+    ran = BiLM.from_pretrained(tiny_model.directory, precision="bfloat16").effective_precision
+    assert exact["precision"] == "float32" and card["precision"] == ran
+    a, b = table(nlp32), table(nlp16)
+    assert list(a) == list(b)
+    for word in a:
+        cosine = a[word] @ b[word] / numpy.linalg.norm(a[word]) / numpy.linalg.norm(b[word])
+        assert cosine > 0.999, (word, cosine)
+    with pytest.raises(ElmoConfigError, match=r"--precision = 'fp8'"):
+        distil_vectors(tiny_model.directory, [write(tmp_path / "c.txt", LINES)], str(tmp_path / "o"),
+                       precision="fp8", progress=False)

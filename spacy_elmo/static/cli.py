@@ -26,6 +26,8 @@ def static_vectors_cli(
     lang: str = typer.Option("en", "--lang", help="spaCy language code (tokenizer, and the spacy/ pipeline)"),
     batch_size: int = typer.Option(64, "--batch-size", min=1, help="Sentences per biLM batch"),
     threads: str = typer.Option("auto", "--threads", help="torch threads: auto or a positive integer"),
+    precision: str = typer.Option("float32", "--precision", help="The biLM's products: float32 (exact), bfloat16 "
+                                  "or int8 (faster where the CPU supports them)"),
     centre: bool = typer.Option(False, "--centre", help="Subtract the table's mean vector"),
     remove_top_d: int = typer.Option(0, "--remove-top-d", min=0, help="Centre, then remove the top D principal "
                                      "directions (all-but-the-top, Mu & Viswanath 2018)"),
@@ -42,7 +44,8 @@ def static_vectors_cli(
     try:
         card = distil_vectors(model, list(corpus), str(output), view=view, min_count=min_count,
                               max_words=max_words, max_contexts=max_contexts, window_tokens=window_tokens,
-                              max_lines=max_lines, lang=lang, batch_size=batch_size, threads=threads, centre=centre,
+                              max_lines=max_lines, lang=lang, batch_size=batch_size, threads=threads,
+                              precision=precision, centre=centre,
                               remove_top_d=remove_top_d, overwrite=overwrite, progress=not quiet,
                               checkpoint_every=checkpoint_every, command=command)
     except KeyboardInterrupt:

@@ -39,11 +39,12 @@ class Plan(NamedTuple):
 
 def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: str = "top", min_count: int = 5,
          max_words: int = 0, max_contexts: int = 100, window_tokens: int = 128, max_lines: int = 0,
-         lang: str = "en") -> Plan:
+         lang: str = "en", precision: str = "float32") -> Plan:
     """Check the options and resolve the model and corpus (no weights loaded). Raises
-    FileNotFoundError (model), ElmoDataError (corpus files), ElmoConfigError (an option, a view
-    the model lacks)."""
+    FileNotFoundError (model), ElmoDataError (corpus files), ElmoConfigError (an option, a
+    precision, a view the model lacks)."""
     from ..bilm.options import read_options
+    from ..bilm.precision import check_precision
     from ..hub.resolve import resolve
     from ..layer_spec import parse
     from ..package_data import DEFAULT_MODEL
@@ -54,6 +55,7 @@ def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: st
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ElmoConfigError(f"{name} {value!r}: expected an integer >= {low}")
     _check_lang(lang)
+    check_precision(precision, "--precision")
     spec = parse(view, "--view")
     model = model or DEFAULT_MODEL
     model_dir = resolve(model)
@@ -67,6 +69,8 @@ def plan(model: Optional[str], corpus_paths: Union[str, Sequence[str]], view: st
             "weights_mtime_ns": wst and wst.st_mtime_ns, "view": spec.name, "corpus": files,
             "max_lines": max_lines, "min_count": min_count, "max_words": max_words, "max_contexts": max_contexts,
             "window_tokens": window_tokens, "lang": lang}
+    if precision != "float32":  # float32 states saved before --precision existed still resume
+        args["precision"] = precision
     return Plan(spec, model, model_dir, paths, lstm["n_layers"] + 1, 2 * lstm["projection_dim"], args)
 
 
@@ -107,9 +111,10 @@ def distil_means(p: Plan, batch_size: int = 64, threads: Union[int, str] = "auto
         raise ElmoConfigError(f"--batch-size {batch_size!r}: expected an integer >= 1")
     tokenize = corpus.make_tokenizer(False, p.args["lang"])
     vocab, stats = _first_pass(p, tokenize, progress, partial)
-    bilm = BiLM.from_pretrained(p.model_dir)
+    bilm = BiLM.from_pretrained(p.model_dir, precision=p.args.get("precision", "float32"))
     state = (partial.state() if partial else None) or _empty_state(len(vocab["words"]), p)
     stats.update({k: v for k, v in state.items() if k not in ("sums", "counts")})
+    stats["precision"] = bilm.effective_precision
     claims = accumulate.Claims(state["counts"], p.args["max_contexts"])
     row_of = {w: i for i, w in enumerate(vocab["words"])}
     lines = corpus.records(p.paths, p.args["max_lines"], start=stats["position"])
@@ -203,8 +208,8 @@ def _rates(stats: dict, before: dict, seconds: float) -> None:
 def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]], output: str, view: str = "top",
                    min_count: int = 5, max_words: int = 0, max_contexts: int = 100, window_tokens: int = 128,
                    max_lines: int = 0, lang: str = "en", batch_size: int = 64, threads: Union[int, str] = "auto",
-                   centre: bool = False, remove_top_d: int = 0, overwrite: bool = False, progress: bool = True,
-                   checkpoint_every: float = 120.0, command: Optional[str] = None) -> dict:
+                   precision: str = "float32", centre: bool = False, remove_top_d: int = 0, overwrite: bool = False,
+                   progress: bool = True, checkpoint_every: float = 120.0, command: Optional[str] = None) -> dict:
     """Distil static vectors of ``model`` (a name or directory; default: the packaged
     DEFAULT_MODEL) from ``corpus_paths`` (files or globs) into ``output`` (see :mod:`.writer`).
 
@@ -213,7 +218,9 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     window_tokens: longer lines are cut into even pieces of at most this many tokens;
     max_lines: read only the first lines of each file (0: all); lang: the spaCy language of the
     tokenizer and of ``spacy/``; threads: torch threads ("auto", see
-    :mod:`spacy_elmo.bilm.cpu_budget`); centre / remove_top_d: :mod:`.postprocess`;
+    :mod:`spacy_elmo.bilm.cpu_budget`); precision: the biLM's products, "float32" (exact),
+    "bfloat16" or "int8" (``BiLM(precision=...)``, :mod:`spacy_elmo.bilm.precision`; the card
+    records the one that ran); centre / remove_top_d: :mod:`.postprocess`;
     checkpoint_every: seconds between saved states; command: recorded in the card.
 
     Returns the card (dict; ``card["counts"]``, ``card["seconds"]``). Raises ElmoConfigError
@@ -221,7 +228,8 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     ``overwrite``), is not this command's or holds an input; ElmoDataError (a ValueError) for a
     missing, binary or empty corpus file or no word reaching min_count; FileNotFoundError for a missing
     model. A killed run keeps ``OUTPUT_DIR.partial/``: the same call goes on from there."""
-    p = plan(model, corpus_paths, view, min_count, max_words, max_contexts, window_tokens, max_lines, lang)
+    p = plan(model, corpus_paths, view, min_count, max_words, max_contexts, window_tokens, max_lines, lang,
+             precision)
     if p.spec.stacked:
         raise ElmoConfigError("--view 'all': a table holds one vector per word; give top, average, layer_k "
                               "or mix:w0,w1,...")
@@ -258,7 +266,8 @@ def make_card(p: Plan, d: Distilled, post: dict, command: Optional[str]) -> dict
         "model": {"name": p.model, "path": os.path.abspath(p.model_dir), "digest": d.digest,
                   "weights_sha256": sha256(weights) if os.path.isfile(weights) else None,
                   "layers": p.n_layers, "dim": p.dim},
-        "view": p.spec.name, "postprocess": post, "vectors_name": writer.table_name(d.digest, label),
+        "view": p.spec.name, "precision": s["precision"], "postprocess": post,
+        "vectors_name": writer.table_name(d.digest, label),
         "corpus": {"sha256": whole, "files": files, "max_lines": p.args["max_lines"], "lang": p.args["lang"]},
         "counts": counts, "resumed": s["resumed"],
         "seconds": {"count": s["seconds_count"], "contexts": s["seconds_contexts"]},
