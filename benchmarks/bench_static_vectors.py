@@ -431,8 +431,10 @@ def model_record(args, p, d) -> dict:
     from spacy_elmo.bilm.integrity import sha256
 
     weights = os.path.join(p.model_dir, "weights.hdf5")
+    meta_path = os.path.join(p.model_dir, "meta.json")
+    meta = json.load(open(meta_path)) if os.path.isfile(meta_path) else {}
     return {"name": args.model, "weights_sha256": sha256(weights), "digest": d.digest, "layers": p.n_layers,
-            "dim": p.dim}
+            "dim": p.dim, "lineage_tokens": (meta.get("training") or {}).get("lineage_tokens")}
 
 
 def corpus_record(args, paths, d, file_lines) -> dict:
@@ -458,8 +460,13 @@ def main(argv=None):
     os.makedirs(args.workdir, exist_ok=True)
     torch.set_num_threads(args.threads)
     paths = corpus_files()
-    record = {"cpu": cpu_name(), "threads": args.threads, "precision": args.precision,
-              "load_average_at_start": load_avg()}
+    from spacy_elmo.bilm.cpu_budget import cpu_name as cpu_words
+
+    record = {"machine": {"cpu": cpu_words(), "model_name": cpu_name()}, "threads": args.threads,
+              "precision": args.precision, "load_average_at_start": load_avg(),
+              "command": (f"python benchmarks/bench_static_vectors.py --model {args.model} --max-lines "
+                          f"{args.max_lines} --max-contexts {args.max_contexts} --min-count {args.min_count} "
+                          f"--threads {args.threads} --precision {args.precision}")}
     t0 = time.perf_counter()
     p, d = distil(args, paths)
     record["distil"] = dict(d.stats, sums_mb=d.means.size * 8 / 1e6)
