@@ -61,6 +61,8 @@ def _values(ax, points: list) -> None:
     (left of the first x, right of the others, on a white ground), the labels at one x stacked in
     the order of the values, :data:`LABEL_GAP` points apart (:func:`stack`), so that no label
     covers another. Call once the y limits are final."""
+    if not points:
+        return
     low, high = ax.get_ylim()
     box = ax.get_position()  # figure fraction
     per_point = (high - low) / (box.height * ax.figure.get_figheight() * 72)  # data units per point
