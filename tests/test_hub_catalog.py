@@ -131,3 +131,19 @@ def test_probe_loads_its_bilm_through_load_bilm(monkeypatch):
     with pytest.raises(FileNotFoundError, match="stop here"):
         run_probe("some-model", None, None, ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))
     assert calls == [("some-model", None, None)]
+
+
+def test_embed_with_an_unknown_model_is_one_line_with_the_count_and_the_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_elmo.__main__ import app
+
+    (tmp_path / "in.txt").write_text("the cat sat\n")
+    result = CliRunner().invoke(app, ["embed", str(tmp_path / "in.txt"), str(tmp_path / "o.hdf5"), "--model",
+                                      "nonsense", "--quiet"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: No ELMo model named or found at 'nonsense': not a directory with options.json + weights.hdf5, a "
+        f"packaged model (en_elmo_small), a downloaded one (none; in {cache.cache_dir()}) or a model of the "
+        "catalog; the catalog's 48 names are listed by: python -m spacy_elmo models\n")
+    assert sorted(os.listdir(tmp_path)) == ["in.txt"]
