@@ -96,8 +96,38 @@ def _names(path: str, fd: int) -> bool:
         return False
 
 
+def not_a_folder(path: PathLike) -> Optional[str]:
+    """``path`` (normalised: ``a/`` is ``a``), or the nearest of its parents that exists, where
+    that one is not a folder (a regular file, a FIFO, a broken symlink; a symlink to a folder is
+    a folder): the path that keeps ``path`` from being, or being made, a folder. None where none
+    does (``path`` or its nearest existing parent is a folder)."""
+    path = os.path.normpath(os.fspath(path))
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent in ("", path):
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
+def folder_in_the_way(path: PathLike) -> Optional[str]:
+    """Why ``path`` cannot be, or be made, a folder (:func:`not_a_folder`), as words to follow a
+    name: ``" is a file, not a folder"`` (``path`` itself), ``": 'a' is a file, not a folder"``
+    (a parent; ``"exists and is not a folder"`` for what is not a regular file). None where
+    nothing is in the way."""
+    blocker = not_a_folder(path)
+    if blocker is None:
+        return None
+    what = "is a file, not a folder" if os.path.isfile(blocker) else "exists and is not a folder"
+    return f" {what}" if blocker == os.path.normpath(os.fspath(path)) else f": {blocker!r} {what}"
+
+
 def _make_folders(folder: str) -> List[str]:
     """Create ``folder`` and its missing parents; those this call created, outermost first."""
+    why = folder_in_the_way(folder) if folder else None
+    if why is not None:
+        raise ElmoLockError(f"cannot create the folder {folder!r}{why}" if why.startswith(":")
+                            else f"{folder!r}{why}: cannot create a lock file in it", folder)
     missing, made = [], []
     while folder and not os.path.isdir(folder) and folder not in missing:
         missing.append(folder)

@@ -1,5 +1,7 @@
 """Careless command lines: an unknown option is never taken as ``pretrain``'s OUTPUT_DIR, unknown
 config overrides and out-of-range numbers are one-line errors at parse time."""
+import os
+
 import pytest
 from typer.testing import CliRunner
 
@@ -49,3 +51,77 @@ def test_numeric_options_are_checked_at_parse_time(argv, option, tmp_path, monke
     assert code == 2
     assert output.startswith(f"error: Invalid value for '{option}'") and len(output.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+RUN_DIR = "give the folder to write the run into (one that does not exist is created)"
+TABLE_DIR = "give a folder to write (a new one, or one this command wrote, with --overwrite)"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["pretrain", "afile", "--corpus.paths", '["corpus.txt"]'],
+     f"OUTPUT_DIR 'afile' is a file, not a folder: {RUN_DIR}"),
+    (["pretrain", "afile/", "--resume"], f"OUTPUT_DIR 'afile' is a file, not a folder: {RUN_DIR}"),
+    (["pretrain", "afile/run"], f"OUTPUT_DIR 'afile/run': 'afile' is a file, not a folder: {RUN_DIR}"),
+    (["embed", "corpus.txt", "afile/o.hdf5"], "OUTPUT 'afile/o.hdf5': 'afile' is a file, not a folder: choose an "
+                                              "OUTPUT in an existing folder"),
+    (["embed", "corpus.txt", "afile/sub/o.hdf5"], "OUTPUT 'afile/sub/o.hdf5': 'afile' is a file, not a folder: "
+                                                  "choose an OUTPUT in an existing folder"),
+    (["static-vectors", "en_elmo_small", "corpus.txt", "afile"], f"OUTPUT_DIR 'afile' is a file, not a folder: "
+                                                                 f"{TABLE_DIR}"),
+    (["static-vectors", "en_elmo_small", "corpus.txt", "afile/sub", "--overwrite"],
+     f"OUTPUT_DIR 'afile/sub': 'afile' is a file, not a folder: {TABLE_DIR}"),
+])
+def test_an_output_folder_that_is_a_file_is_named_as_such(argv, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("keep me\n")
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat\n")
+    assert _run(argv) == (2, f"error: {message}")
+    assert sorted(os.listdir(tmp_path)) == ["afile", "corpus.txt"] and (tmp_path / "afile").read_text() == "keep me\n"
+
+
+def test_pretrain_api_names_an_output_dir_that_is_a_file(tmp_path):
+    from spacy_elmo.errors import ElmoConfigError
+    from spacy_elmo.pretrain.train import pretrain
+
+    (tmp_path / "afile").write_text("keep me\n")
+    with pytest.raises(ElmoConfigError) as err:
+        pretrain(str(tmp_path / "afile"), overrides={"corpus.paths": [str(tmp_path / "missing.txt")]}, progress=False)
+    assert str(err.value) == f"OUTPUT_DIR {str(tmp_path / 'afile')!r} is a file, not a folder: {RUN_DIR}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--corpus.paths", "corpus.txt"], "[corpus] paths = 'corpus.txt' (--corpus.paths): expected a list (default: "
+                                       "[]); write --corpus.paths '[\"corpus.txt\"]'"),
+    (["--corpus.paths=it's here.txt"], "[corpus] paths = \"it's here.txt\" (--corpus.paths): expected a list "
+                                       "(default: []); write --corpus.paths '[\"it'\"'\"'s here.txt\"]'"),
+    (["--softmax.cutoffs", "2000"], "[softmax] cutoffs = 2000 (--softmax.cutoffs): expected a list (default: "
+                                    "[2000, 10000, 40000]); write --softmax.cutoffs '[2000]'"),
+    (["--model.filters", "3"], "[model] filters = 3 (--model.filters): expected a list (default: [[1, 32], [2, 32], "
+                               "[3, 64], [4, 128], [5, 256]])"),  # a list of pairs: no one-item fix to offer
+])
+def test_a_list_override_without_brackets_shows_the_quoted_fix(args, message, tmp_path, monkeypatch):
+    import shlex
+
+    from spacy_elmo.pretrain.config import load_config, parse_overrides
+
+    monkeypatch.chdir(tmp_path)
+    assert _run(["pretrain", "OUT", *args]) == (2, f"error: {message}")
+    assert list(tmp_path.iterdir()) == []
+    if "; write " in message:  # the fix, as the shell splits it, is the one-item list
+        fix = parse_overrides(shlex.split(message.split("; write ")[1]))
+        key, value = next(iter(fix.items()))
+        assert value == [parse_overrides(args)[key]]
+        assert load_config(overrides=fix)[key.split(".")[0]][key.split(".")[1]] == value
+
+
+def test_a_list_setting_in_a_config_file_shows_the_fix(tmp_path):
+    from spacy_elmo.pretrain.config import load_config
+
+    cfg = tmp_path / "my.cfg"
+    cfg.write_text('[corpus]\npaths = "corpus.txt"\n')
+    with pytest.raises(ValueError) as err:
+        load_config(cfg)
+    assert str(err.value) == (f"[corpus] paths = 'corpus.txt' in {cfg}: expected a list (default: []); write "
+                              'paths = ["corpus.txt"]')
+    cfg.write_text('[corpus]\npaths = ["corpus.txt"]\n')
+    assert load_config(cfg)["corpus"]["paths"] == ["corpus.txt"]

@@ -85,6 +85,29 @@ def test_hold_makes_missing_folders_and_removes_them_while_empty(tmp_path):
     assert os.listdir(tmp_path / "c") == ["model"]  # a folder with the run's files stays
 
 
+def test_a_file_in_the_way_of_a_folder_is_named(tmp_path):
+    (tmp_path / "afile").write_text("keep me")
+    (tmp_path / "dir").mkdir()
+    os.symlink(tmp_path / "dir", tmp_path / "link")
+    os.symlink(tmp_path / "gone", tmp_path / "broken")
+    assert locks.not_a_folder(tmp_path / "afile" / "x" / "y") == str(tmp_path / "afile")
+    assert locks.not_a_folder(f"{tmp_path}/afile/") == str(tmp_path / "afile")
+    assert locks.not_a_folder(tmp_path / "broken" / "x") == str(tmp_path / "broken")
+    assert [locks.not_a_folder(tmp_path / name) for name in ("dir", "link", "link/new", "new/x")] == [None] * 4
+    assert locks.folder_in_the_way(tmp_path / "afile") == " is a file, not a folder"
+    assert locks.folder_in_the_way(tmp_path / "afile" / "x") == f": {str(tmp_path / 'afile')!r} is a file, not a folder"
+    assert locks.folder_in_the_way(tmp_path / "broken") == " exists and is not a folder"
+    with pytest.raises(ElmoLockError) as err:
+        hold(tmp_path / "afile" / "run" / ".lock", "OUT", "wait", make_folder=True)
+    assert str(err.value) == (f"cannot create the folder {str(tmp_path / 'afile' / 'run')!r}: "
+                              f"{str(tmp_path / 'afile')!r} is a file, not a folder")
+    with pytest.raises(ElmoLockError) as err:
+        hold(tmp_path / "afile" / ".lock", "OUT", "wait", make_folder=True)
+    assert str(err.value) == f"{str(tmp_path / 'afile')!r} is a file, not a folder: cannot create a lock file in it"
+    assert (tmp_path / "afile").read_text() == "keep me" and sorted(os.listdir(tmp_path)) == [
+        "afile", "broken", "dir", "link"]
+
+
 def test_a_planted_symlink_is_not_followed(tmp_path):
     target = tmp_path / "precious.txt"
     target.write_text("keep me")

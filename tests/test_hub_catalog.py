@@ -69,15 +69,25 @@ def test_the_mirrors_replace_the_base_urls(monkeypatch):
     assert catalog.get("efml-zh").urls() == {"source.zip": "https://127.0.0.1:9/nlpl/179.zip"}
 
 
-def test_unknown_names_get_the_closest_ones():
-    assert "did you mean elmo-small" in catalog.unknown_name("elmo-smal")
-    assert "did you mean" not in catalog.unknown_name("zzzzzzzz")
+def test_unknown_names_get_the_closest_ones_and_the_count():
+    assert catalog.unknown_name("elmo-smal") == ("'elmo-smal' is not a model of the catalog (did you mean elmo-small, "
+                                                 "elmo-original or efml-sl?); the catalog's 48 names are listed "
+                                                 "by: python -m spacy_elmo models")
+    assert catalog.unknown_name("zzzzzzzz") == ("'zzzzzzzz' is not a model of the catalog; the catalog's 48 names are "
+                                                "listed by: python -m spacy_elmo models")
+    assert len(catalog.names()) == 48
+    assert catalog.did_you_mean("elmo-small2") == " (did you mean elmo-small?)"
 
 
 def test_a_misspelt_packaged_name_is_offered_first():
-    assert "did you mean en_elmo_small" in catalog.unknown_name("en_elmo_smal", ["en_elmo_small"])
-    with pytest.raises(FileNotFoundError, match=r"did you mean en_elmo_small, "):
+    assert catalog.closest("en_elmo_smal", ["en_elmo_small"]) == ["en_elmo_small", "elmo-small"]
+    with pytest.raises(FileNotFoundError) as err:
         load_bilm("en_elmo_smal")
+    assert str(err.value) == (
+        "No ELMo model named or found at 'en_elmo_smal' (did you mean en_elmo_small or elmo-small?): not a directory "
+        "with options.json + weights.hdf5, a packaged model (en_elmo_small), a downloaded one (none; in "
+        f"{cache.cache_dir()}) or a model of the catalog; the catalog's 48 names are listed by: "
+        "python -m spacy_elmo models")
 
 
 def test_load_bilm_takes_a_name_a_directory_or_two_files(tiny_model, tmp_path):
@@ -121,3 +131,19 @@ def test_probe_loads_its_bilm_through_load_bilm(monkeypatch):
     with pytest.raises(FileNotFoundError, match="stop here"):
         run_probe("some-model", None, None, ProbeSettings(ewt_train="t", ewt_dev="d", wic="w", lm_text="*.txt"))
     assert calls == [("some-model", None, None)]
+
+
+def test_embed_with_an_unknown_model_is_one_line_with_the_count_and_the_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from spacy_elmo.__main__ import app
+
+    (tmp_path / "in.txt").write_text("the cat sat\n")
+    result = CliRunner().invoke(app, ["embed", str(tmp_path / "in.txt"), str(tmp_path / "o.hdf5"), "--model",
+                                      "nonsense", "--quiet"])
+    assert result.exit_code == 2
+    assert result.output == (
+        "error: No ELMo model named or found at 'nonsense': not a directory with options.json + weights.hdf5, a "
+        f"packaged model (en_elmo_small), a downloaded one (none; in {cache.cache_dir()}) or a model of the "
+        "catalog; the catalog's 48 names are listed by: python -m spacy_elmo models\n")
+    assert sorted(os.listdir(tmp_path)) == ["in.txt"]

@@ -193,17 +193,23 @@ def test_a_changed_file_prints_the_forced_download(server, tiny, monkeypatch):  
     BiLM.from_pretrained("elmo-small")
 
 
-@pytest.mark.parametrize("argv", [["download", "efml-xx"], ["download", "efml-xx", "--format", "elmoformanylangs"],
-                                  ["download", "elmo-huge"]])
-def test_an_unknown_name_lists_every_catalog_name(argv):
+@pytest.mark.parametrize("argv, own", [
+    (["download", "efml-xx"], "download URL_OF_OPTIONS URL_OF_WEIGHTS --name NAME"),
+    (["download", "efml-xx", "--format", "elmoformanylangs"], "download ZIP_URL --format elmoformanylangs --name NAME"),
+])
+def test_an_unknown_name_offers_the_closest_names_and_the_command_that_lists_all(argv, own):
     result = CliRunner().invoke(app, argv)
-    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
-    listed = re.search(r"the catalog's names: (.*?) \(", result.output).group(1).split(", ")
-    assert listed == catalog.names() and len(listed) == 48
-    assert "did you mean" in result.output
+    assert result.exit_code == 2
+    assert result.output == ("error: 'efml-xx' is not a model of the catalog (did you mean efml-zh, efml-vi or "
+                             "efml-ur?); the catalog's 48 names are listed by: python -m spacy_elmo models; a "
+                             f"{'zip' if 'ZIP' in own else 'model'} of your own downloads in the form `{own}`\n")
+    assert len(catalog.names()) == 48
     assert commands(result.output) == [["models"]]
-    run(["models"])
-    with pytest.raises(FileNotFoundError, match=r"'efml-xx' is not a model of the catalog \(did you mean efml-"):
+    listed = run(["models"]).output
+    assert all(f"\n{name} " in listed for name in catalog.names())
+    with pytest.raises(FileNotFoundError, match=r"^No ELMo model named or found at 'efml-xx' \(did you mean efml-zh, "
+                                                r"efml-vi or efml-ur\?\): not a directory .*; the catalog's 48 names "
+                                                r"are listed by: python -m spacy_elmo models$"):
         BiLM.from_pretrained("efml-xx")
 
 

@@ -258,3 +258,75 @@ def test_malformed_wic_and_conllu_files_are_probe_data_errors(tmp_path):
         read_conllu(str(conllu))
     with pytest.raises(ElmoDataError, match="anisotropy needs tokens from at least two sentences"):
         ctx.anisotropy(numpy.ones((3, 4), dtype=numpy.float32), numpy.zeros(3, dtype=numpy.int64))
+
+
+def test_value_labels_at_one_x_are_stacked_apart_in_order():
+    from spacy_elmo.probe.plot import stack
+
+    heights = stack([56.0, 53.6, 54.7], 1.5)  # pushed apart, centred on the values' mean
+    assert heights == pytest.approx([53.2 + 3.0 + 1 / 15, 53.2 + 1 / 15, 53.2 + 1.5 + 1 / 15])
+    assert sum(heights) / 3 == pytest.approx((56.0 + 53.6 + 54.7) / 3)
+    assert stack([1.0, 10.0], 1.0) == [1.0, 10.0]  # far apart: each at its value
+    assert stack([5.0, 5.0, 5.0], 1.0) == [4.0, 5.0, 6.0]
+    assert stack([0.0, 0.5, 9.0, 9.2], 1.0) == pytest.approx([-0.25, 0.75, 8.6, 9.6])  # two runs, each centred
+
+
+def _figure_texts(result):
+    """(the panels' titles, the value labels of each panel as (text, window extent)) of the drawn figure."""
+    import matplotlib.pyplot as plt
+
+    from spacy_elmo.probe.plot import figure
+
+    fig = figure(result)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    labels = [[(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts] for ax in fig.axes]
+    legends = [ax.get_legend().get_window_extent(renderer) for ax in fig.axes]
+    plt.close(fig)
+    return titles, labels, legends
+
+
+def test_the_shipped_probe_figure_has_no_label_over_another():
+    """Drawn from docs/probe/probe.json: three panels labelled (a), (b), (c) once each; every value
+    printed once, and no value label overlaps another or a legend."""
+    pytest.importorskip("matplotlib")
+    with open(os.path.join(REPO, "docs", "probe", "probe.json"), encoding="utf-8") as f:
+        result = json.load(f)
+    titles, labels, legends = _figure_texts(result)
+    assert [t[:3] for t in titles] == ["(a)", "(b)", "(c)"]
+    values = lambda task: [f"{s['dev_accuracy']:.1f}" for s in task.values()]  # noqa: E731
+    syntax = values(result["upos"]) + [str(v) for v in result["reference"]["upos"]["layers"].values()]
+    sense = (values(result["wic_cosine"]) + values(result["wic_lr"]) + values(result["wic_cosine_centred"]["scores"])
+             + [str(v) for v in result["reference"]["wsd"]["layers"].values()])
+    assert sorted(t for t, _ in labels[0]) == sorted(syntax) and sorted(t for t, _ in labels[1]) == sorted(sense)
+    for panel, legend in zip(labels[:2], legends):
+        boxes = [box for _, box in panel]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert not any(box.overlaps(legend) for box in boxes)
+
+
+def test_probe_redraw_writes_the_table_and_figure_from_probe_json(tmp_path):
+    """``probe --redraw -o DIR`` runs no probe: probe.md (the same as the shipped page's record
+    gives) and probe.png from DIR/probe.json."""
+    pytest.importorskip("matplotlib")
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from spacy_elmo.__main__ import app
+
+    shutil.copy(os.path.join(REPO, "docs", "probe", "probe.json"), tmp_path / "probe.json")
+    result = CliRunner().invoke(app, ["probe", "--redraw", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    with open(os.path.join(REPO, "docs", "probe", "probe.md"), encoding="utf-8") as f:
+        assert (tmp_path / "probe.md").read_text(encoding="utf-8") == f.read()
+    assert (tmp_path / "probe.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(os.listdir(tmp_path)) == ["probe.json", "probe.md", "probe.png"]
+    refused = CliRunner().invoke(app, ["probe", "en_elmo_small", "--redraw", "-o", str(tmp_path)])
+    assert (refused.exit_code, refused.output) == (2, "error: --redraw runs no probe: give only --output DIR (the "
+                                                      "folder holding probe.json)\n")
+    missing = CliRunner().invoke(app, ["probe", "--redraw", "-o", str(tmp_path / "none")])
+    record = str(tmp_path / "none" / "probe.json")
+    assert (missing.exit_code, missing.output) == (2, f"error: no probe result {record!r} to redraw from: run the "
+                                                      "probe with --output into that folder first\n")

@@ -4,7 +4,7 @@ the lock that keeps a second ``embed`` from writing the same OUTPUT (:func:`lock
 import os
 
 from ..errors import ElmoConfigError
-from ..locks import Lock, hold
+from ..locks import Lock, folder_in_the_way, hold
 
 
 def _same(a: str, b: str) -> bool:
@@ -41,13 +41,16 @@ def lock_output(output: str, make_folder: bool = False) -> Lock:
 
 def check_output(input_path: str, output: str) -> None:
     """:func:`check_not_input`, then: OUTPUT must be a regular file or not exist, and its folder
-    must exist. Raises ElmoConfigError naming OUTPUT."""
+    must exist (a parent that is a file is named as such). Raises ElmoConfigError naming OUTPUT."""
     check_not_input(input_path, output)
     if os.path.isdir(output):
         raise ElmoConfigError(f"OUTPUT {output!r} is a directory: give an HDF5 file name (a directory of shards is "
                               "written only with --ray)")
     if os.path.lexists(output) and not os.path.isfile(output):
         raise ElmoConfigError(f"OUTPUT {output!r} exists and is not a regular file")
+    why = None if os.path.lexists(output) else folder_in_the_way(output)  # a parent that is a file
+    if why is not None:
+        raise ElmoConfigError(f"OUTPUT {output!r}{why}: choose an OUTPUT in an existing folder")
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
         raise ElmoConfigError(f"OUTPUT {output!r}: folder {folder!r} does not exist")

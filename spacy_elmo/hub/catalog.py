@@ -142,10 +142,31 @@ def names(fmt: Optional[str] = None) -> List[str]:
     return [n for n, e in CATALOG.items() if fmt is None or e.format == fmt]
 
 
+LIST_COMMAND = "python -m spacy_elmo models"
+
+
+def closest(name: str, others: Sequence[str] = ()) -> List[str]:
+    """Up to 3 names of ``others`` (e.g. the packaged models) and of the catalog close to
+    ``name``, closest first (:func:`difflib.get_close_matches`, cutoff 0.6); [] when none is."""
+    return difflib.get_close_matches(name, list(dict.fromkeys([*others, *names()])), n=3, cutoff=0.6)
+
+
+def did_you_mean(name: str, others: Sequence[str] = ()) -> str:
+    """``" (did you mean A, B or C?)"`` from :func:`closest`, or "" when no name is close."""
+    close = closest(name, others)
+    if not close:
+        return ""
+    listed = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f" (did you mean {listed}?)"
+
+
+def listing() -> str:
+    """Where the catalog's names are: ``"the catalog's 48 names are listed by: python -m spacy_elmo models"``."""
+    return f"the catalog's {len(CATALOG)} names are listed by: {LIST_COMMAND}"
+
+
 def unknown_name(name: str, others: Sequence[str] = ()) -> str:
-    """The sentence for a name the catalog lacks: the closest names (of the catalog and of
-    ``others``, e.g. the packaged models, closest first), and every catalog name."""
-    close = difflib.get_close_matches(name, [*others, *names()], n=3, cutoff=0.6)
-    near = f" (did you mean {', '.join(close)}?)" if close else ""
-    return (f"{name!r} is not a model of the catalog{near}; the catalog's names: {', '.join(names())} "
-            "(see them with: python -m spacy_elmo models)")
+    """The sentence for a name the catalog lacks, one line: the closest names (of ``others``,
+    e.g. the packaged models, and of the catalog, closest first; :func:`did_you_mean`), then the
+    number of catalog names and the command that lists them (:func:`listing`)."""
+    return f"{name!r} is not a model of the catalog{did_you_mean(name, others)}; {listing()}"

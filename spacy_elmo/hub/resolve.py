@@ -83,9 +83,10 @@ def find(name: str, packaged: List[str]) -> str:
                                 f"{hints.finish(name)}")
     complete = [n for n in cache.downloaded() if cache.state(n) == "downloaded"]
     raise FileNotFoundError(
-        f"No ELMo model named or found at {name!r}: not a directory with options.json + weights.hdf5, a "
-        f"packaged model {packaged} or a downloaded one {complete} (in {cache.cache_dir()}); "
-        f"{catalog.unknown_name(name, [*packaged, *complete])}")
+        f"No ELMo model named or found at {name!r}{catalog.did_you_mean(name, [*packaged, *complete])}: not a "
+        f"directory with options.json + weights.hdf5, a packaged model ({', '.join(packaged) or 'none'}), a "
+        f"downloaded one ({', '.join(complete) or 'none'}; in {cache.cache_dir()}) or a model of the catalog; "
+        f"{catalog.listing()}")
 
 
 def load_bilm(name_or_path: Optional[PathLike] = None, options_path: Optional[PathLike] = None,

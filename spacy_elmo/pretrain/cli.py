@@ -59,11 +59,14 @@ def pretrain_cli(
 def run_lock(output_dir: Path):
     """The exclusive lock of a run, ``OUTPUT_DIR/.lock`` (:mod:`spacy_elmo.locks`; OUTPUT_DIR is
     created for it, and removed again if the run leaves it empty). Under torchrun only rank 0
-    takes it: the other ranks write nothing. Raises ElmoLockError while another run holds it."""
+    takes it: the other ranks write nothing. Raises ElmoLockError while another run holds it,
+    ElmoConfigError where OUTPUT_DIR is a file (:func:`.config.check_output_dir`)."""
     from contextlib import nullcontext
 
     from ..locks import hold
+    from .config import check_output_dir
 
+    check_output_dir(output_dir)
     if os.environ.get("RANK", "0") != "0":
         return nullcontext()
     return hold(output_dir / ".lock", f"OUTPUT_DIR {str(output_dir)!r}", "wait for that run to finish (or stop it), "

@@ -2,6 +2,7 @@
 import difflib
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
@@ -60,8 +61,9 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     else:
         ok, expected = True, ""
     if not ok:
+        fix = _as_list(section, name, value, default_value, where)
         raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
-                              f"(default: {json.dumps(default_value)})")
+                              f"(default: {json.dumps(default_value)}){fix}")
     if is_number(value) and not (is_finite_number(value) and value >= 0):
         raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: expected a finite number >= 0 "
                               f"(default: {json.dumps(default_value)})")
@@ -69,6 +71,22 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     if bad is not None:
         raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: item {bad[0]} is {bad[1]!r}, expected a "
                               f"finite number (default: {json.dumps(default_value)})")
+
+
+def _as_list(section: str, name: str, value, default_value, where: str) -> str:
+    """The fix where a list setting got one string or number (``--corpus.paths file.txt``):
+    ``; write --corpus.paths '["file.txt"]'`` (JSON, quoted for a POSIX shell) for a command-line
+    override (``where`` names it), ``; write paths = ["file.txt"]`` for a config file; "" where
+    the default's items are of another kind (``filters``: pairs) or the value is no single item."""
+    if not isinstance(default_value, (list, tuple)) or isinstance(value, (bool, list, tuple, dict)) or value is None:
+        return ""
+    if any(isinstance(item, (bool, list, tuple, dict)) or isinstance(item, str) != isinstance(value, str)
+           for item in default_value):
+        return ""
+    listed = json.dumps([value], ensure_ascii=False)
+    if where == f" (--{section}.{name})":
+        return f"; write --{section}.{name} {shlex.quote(listed)}"
+    return f"; write {name} = {listed}"
 
 
 def parse_overrides(args: List[str]) -> Dict[str, object]:
@@ -98,6 +116,18 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
         except ValueError:
             result[name] = value
     return result
+
+
+def check_output_dir(output_dir: Union[str, Path]) -> None:
+    """Raise ElmoConfigError (a ValueError, one line) where ``pretrain``'s OUTPUT_DIR, or the
+    nearest of its parents that exists, is a file rather than a folder (see
+    :func:`spacy_elmo.locks.folder_in_the_way`)."""
+    from ..locks import folder_in_the_way
+
+    why = folder_in_the_way(output_dir)
+    if why is not None:
+        raise ElmoConfigError(f"OUTPUT_DIR {str(output_dir)!r}{why}: give the folder to write the run into "
+                              "(one that does not exist is created)", path=output_dir)
 
 
 def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:

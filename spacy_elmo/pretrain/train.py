@@ -22,7 +22,7 @@ from ..errors import ElmoConfigError, ElmoDataError
 from . import checkpoint, distributed
 from .batching import epoch_batches, make_batch
 from .checkpoint import CHECKPOINT, STABLE_CHECKPOINT
-from .config import load_config, user_keys
+from .config import check_output_dir, load_config, user_keys
 from .corpus import build_vocab, map_types_to_words
 from .corpus_cache import prepare_corpus
 from .evaluation import evaluate, to_device
@@ -101,7 +101,9 @@ def make_lm(cfg, vocab_size: int, options: Optional[dict] = None,
 
 
 def _run_config(out: Path, config_path: Optional[str], overrides, resume: bool, from_stable: bool = False):
-    """The run's config: OUT/config.cfg on --resume, else the given (or default) config file."""
+    """The run's config: OUT/config.cfg on --resume, else the given (or default) config file.
+    First of all, OUT must be a folder or not exist (:func:`.config.check_output_dir`)."""
+    check_output_dir(out)
     if from_stable and not resume:
         raise FileNotFoundError("--from-stable continues a run: pass it with --resume")
     ckpt_path = out / (STABLE_CHECKPOINT if from_stable else CHECKPOINT)
@@ -175,7 +177,8 @@ def pretrain(
     no second warm-up).
     Under ``torchrun`` the ranks share each step (:mod:`.distributed`); only rank 0 writes files.
 
-    Raises FileExistsError if output_dir has a checkpoint and resume is False; FileNotFoundError if
+    Raises ElmoConfigError (a ValueError) if output_dir (or its nearest existing parent) is a file;
+    FileExistsError if output_dir has a checkpoint and resume is False; FileNotFoundError if
     resume is True and there is none (or ``from_stable`` without ``resume``); ValueError naming
     the key for an unknown or mistyped setting (see :func:`.config.load_config`), or for a
     ``from_stable`` schedule that would decay before the stable checkpoint's step. A ``[training]

@@ -38,6 +38,8 @@ def probe_cli(
                                          help="Lines of pretraining text for the per-layer mean vectors (0 = skip)"),
     seed: int = typer.Option(0, "--seed", min=0),
     quiet: bool = typer.Option(False, "--quiet", help="No progress bars"),
+    redraw: bool = typer.Option(False, "--redraw", help="Run nothing: write probe.md and probe.png again from "
+                                "OUTPUT/probe.json (no MODEL, pipelines or data)"),
     ewt_train: Optional[Path] = typer.Option(None, "--ewt-train", help="UD English-EWT train CoNLL-U "
                                              "(en_ewt-ud-train.conllu), for the UPOS probe"),
     ewt_dev: Optional[Path] = typer.Option(None, "--ewt-dev", help="UD English-EWT dev CoNLL-U "
@@ -47,6 +49,9 @@ def probe_cli(
                                           "the per-layer mean vectors (not needed with --center-sentences 0)"),
 ):
     """Per-layer probes (UPOS, WiC, contextuality) and learned mixes: probe.md, probe.json, probe.png."""
+    if redraw:
+        return _redraw(output, [model, options_path, weights_path, ewt_train, ewt_dev, wic, lm_text,
+                                *(pipelines or []), *ctx.args])
     if ctx.args and not pipelines:
         typer.echo(f"error: unexpected arguments {ctx.args}: give one MODEL; pipelines go after --pipelines", err=True)
         raise typer.Exit(2)
@@ -59,3 +64,15 @@ def probe_cli(
                           progress=not quiet, **{k: None if v is None else str(v) for k, v in data.items()})
     typer.echo(Path(paths["md"]).read_text(encoding="utf-8"))
     typer.echo(f"wrote {paths['md']}, {paths['json']}, {paths['png']}")
+
+
+def _redraw(output: Path, given: list) -> None:
+    """``probe --redraw``: probe.md and probe.png again from OUTPUT/probe.json (:func:`.report.redraw`)."""
+    from .report import redraw
+
+    if any(arg is not None for arg in given):
+        typer.echo("error: --redraw runs no probe: give only --output DIR (the folder holding probe.json)", err=True)
+        raise typer.Exit(2)
+    paths = redraw(output)
+    typer.echo(paths["md"].read_text(encoding="utf-8"))
+    typer.echo(f"wrote {paths['md']}, {paths['png']} (from {paths['json']})")

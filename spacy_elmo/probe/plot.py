@@ -17,20 +17,68 @@ def _x(result: dict):
     return keys, xs, labels
 
 
-def _line(ax, result: dict, task: str, label: str, color: str, marker: str, dx: int = 0) -> None:
-    """One task's dev accuracy per view; values printed beside the points, ``dx`` points to the side."""
+LABEL_GAP = 9  # points between the centres of two value labels at one x (7-point text)
+LABEL_DX = 7  # points from a point to its label
+
+
+def _line(ax, result: dict, task: str, label: str, color: str, marker: str) -> list:
+    """One task's dev accuracy per view, drawn; returns its ``(x, y, color)`` points to label
+    (:func:`_values`), [] when the result lacks the task."""
     keys, xs, _ = _x(result)
     scores = result.get(task)
     if task == "wic_cosine_centred":
         scores = (scores or {}).get("scores")
     if not scores:
-        return
+        return []
     ys = [scores[k]["dev_accuracy"] for k in keys]
     ax.plot(xs[:-1], ys[:-1], marker=marker, color=color, label=label)
     ax.plot(xs[-1:], ys[-1:], marker=marker, color=color, linestyle="none")
-    for x, y in zip(xs, ys):
-        ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(dx, 6), ha="center", fontsize=7,
-                    color=color)
+    return [(x, y, color) for x, y in zip(xs, ys)]
+
+
+def stack(ys: list, gap: float) -> list:
+    """Label heights for the values ``ys`` at one x, in their order: sorted as the values, each at
+    least ``gap`` above the one below, and each run of labels pushed together centred on its
+    values (a value far from the others keeps its own height). A least-squares placement under
+    the ordering constraint, by merging adjacent runs (pool adjacent violators)."""
+    order = sorted(range(len(ys)), key=ys.__getitem__)
+    runs = []  # [sum of (value - gap * rank in the run), count]: the run's lowest label is sum / count
+    for i in order:
+        runs.append([ys[i], 1])
+        while len(runs) > 1 and runs[-2][0] / runs[-2][1] + gap * runs[-2][1] > runs[-1][0] / runs[-1][1]:
+            total, n = runs.pop()
+            runs[-1][0] += total - gap * runs[-1][1] * n
+            runs[-1][1] += n
+    placed = [total / n + gap * j for total, n in runs for j in range(n)]
+    heights = [0.0] * len(ys)
+    for rank, i in enumerate(order):
+        heights[i] = placed[rank]
+    return heights
+
+
+def _values(ax, points: list) -> None:
+    """Print each point's value: above it where it is the only point at its x; else beside it
+    (left of the first x, right of the others, on a white ground), the labels at one x stacked in
+    the order of the values, :data:`LABEL_GAP` points apart (:func:`stack`), so that no label
+    covers another. Call once the y limits are final."""
+    if not points:
+        return
+    low, high = ax.get_ylim()
+    box = ax.get_position()  # figure fraction
+    per_point = (high - low) / (box.height * ax.figure.get_figheight() * 72)  # data units per point
+    first = min(x for x, _, _ in points)
+    for x in sorted({x for x, _, _ in points}):
+        here = [(y, color) for px, y, color in points if px == x]
+        if len(here) == 1:
+            ax.annotate(f"{here[0][0]:.1f}", (x, here[0][0]), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize=7, color=here[0][1])
+            continue
+        side = -1 if x == first else 1
+        for (y, color), height in zip(here, stack([y for y, _ in here], LABEL_GAP * per_point)):
+            shift = (side * LABEL_DX, (height - y) / per_point)
+            ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=shift,
+                        ha="right" if side < 0 else "left", va="center", fontsize=7, color=color,
+                        bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85))
 
 
 def _reference(ax, result: dict, key: str, label: str, color: str) -> None:
@@ -46,23 +94,26 @@ def _style(ax, result: dict, ylabel: str, title: str) -> None:
     _, xs, labels = _x(result)
     ax.set_xticks(xs)
     ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xlim(xs[0] - 0.45, xs[-1] + 0.45)  # room for the labels left of the first x and right of the last
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10, loc="left")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
     ax.margins(y=0.18)
 
 
 def _syntax(ax, result: dict) -> None:
-    _line(ax, result, "upos", "UPOS linear probe, UD EWT dev (this model)", "tab:blue", "o")
+    points = _line(ax, result, "upos", "UPOS linear probe, UD EWT dev (this model)", "tab:blue", "o")
     _reference(ax, result, "upos", "Peters et al. 2018: POS, PTB (full ELMo)", "tab:blue")
     _style(ax, result, "accuracy (%)", "(a) Syntax: part of speech from one layer")
+    ax.legend(fontsize=7, loc="lower right")
+    _values(ax, points)
 
 
 def _sense(ax, result: dict) -> None:
-    for k, (task, label, color, marker) in enumerate(SENSE):
-        _line(ax, result, task, label + " (dev)", color, marker, dx=-20 + 20 * k)
-    _line(ax, result, "wic_cosine_centred", "WiC: cosine after removing the layer mean", "tab:brown", "^", dx=20)
+    points = []
+    for task, label, color, marker in SENSE:
+        points += _line(ax, result, task, label + " (dev)", color, marker)
+    points += _line(ax, result, "wic_cosine_centred", "WiC: cosine after removing the layer mean", "tab:brown", "^")
     _reference(ax, result, "wsd", "Peters et al. 2018: WSD F1, SemCor (other task)", "tab:red")
     ax.axhline(50, color="grey", linestyle="--", linewidth=0.8, label="chance (WiC)")
     _style(ax, result, "accuracy (%)", "(b) Word sense: same sense in two contexts?")
@@ -70,6 +121,7 @@ def _sense(ax, result: dict) -> None:
     ax.set_ylim(low, high + 0.8 * (high - low))  # room above the points for the legend
     ax.legend(fontsize=7, loc="upper left")
     ax.set_xlabel("biLM layer (representation probed)")
+    _values(ax, points)
 
 
 def _mixes(ax, result: dict) -> None:
@@ -95,8 +147,9 @@ def _mixes(ax, result: dict) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
-def plot_probe(result: dict, path) -> None:
-    """Write the three-panel PNG to ``path`` (matplotlib, Agg backend; ImportError if missing)."""
+def figure(result: dict):
+    """The three-panel matplotlib Figure of a probe result (Agg backend; ImportError if
+    matplotlib is missing). Close it with ``matplotlib.pyplot.close``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -111,5 +164,13 @@ def plot_probe(result: dict, path) -> None:
     name = model_label(result["model"])
     fig.suptitle(f"What each biLM layer knows: {name} ({result['model']['num_layers']} biLSTM layers, "
                  f"{result['model']['dim']} dims)", fontsize=12)
+    return fig
+
+
+def plot_probe(result: dict, path) -> None:
+    """Write the three-panel PNG (:func:`figure`) to ``path`` (110 dpi)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(result)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -118,8 +118,36 @@ def write_outputs(result: dict, output_dir) -> Dict[str, Path]:
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "probe.json", "md": out / "probe.md", "png": out / "probe.png"}
+    paths = _paths(out)
     paths["json"].write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    paths["md"].write_text(markdown(result), encoding="utf-8")
+    plot_probe(result, paths["png"])
+    return paths
+
+
+def _paths(out: Path) -> Dict[str, Path]:
+    return {"json": out / "probe.json", "md": out / "probe.md", "png": out / "probe.png"}
+
+
+def redraw(output_dir) -> Dict[str, Path]:
+    """Write probe.md and probe.png again from ``output_dir``/probe.json, as :func:`write_outputs`
+    does, without running the probe (after a change of the table or the figure; probe.json is
+    left as it is). Returns the paths. Raises FileNotFoundError where there is no probe.json,
+    ElmoDataError where it is not a probe result (no JSON object with a ``model``)."""
+    from ..bilm.files import CONFIG_BYTES, read_text
+    from ..errors import ElmoDataError
+    from .plot import plot_probe
+
+    paths = _paths(Path(output_dir))
+    if not paths["json"].exists():
+        raise FileNotFoundError(f"no probe result {str(paths['json'])!r} to redraw from: run the probe with "
+                                "--output into that folder first")
+    try:
+        result = json.loads(read_text(paths["json"], CONFIG_BYTES, "probe result"))
+    except ValueError as err:
+        raise ElmoDataError(f"{paths['json']} is not JSON ({err}): run the probe again", paths["json"]) from None
+    if not isinstance(result, dict) or "model" not in result:
+        raise ElmoDataError(f"{paths['json']} is not a probe result (no \"model\"): run the probe again", paths["json"])
     paths["md"].write_text(markdown(result), encoding="utf-8")
     plot_probe(result, paths["png"])
     return paths

@@ -29,6 +29,7 @@ from typing import List, Sequence
 import numpy
 
 from ..errors import ElmoConfigError
+from ..locks import folder_in_the_way
 from ..pipeline.static_tables import TABLE_PREFIX, parse_table_name, table_name  # noqa: F401
 
 CARD = "card.json"
@@ -39,18 +40,21 @@ def _inside(path: str, folder: str) -> bool:
 
 def check_output(output: str, inputs: Sequence[str], overwrite: bool) -> None:
     """Before any work: raise ElmoConfigError if OUTPUT_DIR is or holds an input (a corpus
-    file, the model folder), is not a folder, exists without ``overwrite``, exists but was not
-    written by this command (no card.json) and is not empty, or its parent folder is missing."""
+    file, the model folder), is not a folder or has a parent that is a file, exists without
+    ``overwrite``, exists but was not written by this command (no card.json) and is not empty,
+    or its parent folder is missing."""
     for path in inputs:
         if _inside(path, output):
             raise ElmoConfigError(f"OUTPUT_DIR {output!r} is or holds the input {path!r}: choose another folder")
+    why = folder_in_the_way(output)
+    if why is not None:
+        raise ElmoConfigError(f"OUTPUT_DIR {output!r}{why}: give a folder to write (a new one, or one this command "
+                              "wrote, with --overwrite)")
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise ElmoConfigError(f"OUTPUT_DIR {output!r}: folder {parent!r} does not exist")
     if not os.path.lexists(output):
         return
-    if not os.path.isdir(output):
-        raise ElmoConfigError(f"OUTPUT_DIR {output!r} exists and is not a folder")
     if not overwrite:
         raise ElmoConfigError(f"OUTPUT_DIR {output!r} exists: pass --overwrite to replace it, or choose "
                               "another folder")
