@@ -5,8 +5,9 @@ spacy-elmo; ``elmoformanylangs`` 0.0.4.post2 fails at import with a current ``ov
 
     python -m venv /tmp/efml-venv
     /tmp/efml-venv/bin/pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu \
-        elmoformanylangs==0.0.4.post2 overrides==3.1.0
-    /tmp/efml-venv/bin/python dev/efml_fixtures.py tests/data/efml
+        elmoformanylangs==0.0.4.post2 overrides==3.1.0 h5py tqdm
+    PYTHONPATH=$PWD /tmp/efml-venv/bin/python dev/efml_fixtures.py tests/data/efml \
+        [--record docs/results/efml_statefulness.json]
 
 For each model of ``MODELS`` it builds the reference ``Model`` (``ConvTokenEmbedder`` +
 ``ElmobiLm``) with that package's classes, sets every parameter from a seeded N(0, std^2)
