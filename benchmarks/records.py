@@ -32,6 +32,24 @@ def shipped_model() -> dict:
             "weights_sha256": digests["weights.hdf5"]}
 
 
+def model_identity(name_or_dir: str) -> dict:
+    """A trained model by packaged or downloaded name, or directory: its folder name, weights
+    sha256 (computed) and lineage tokens (its meta.json's ``training``; None without one)."""
+    from spacy_elmo.bilm.integrity import sha256
+    from spacy_elmo.hub.resolve import resolve
+
+    folder = name_or_dir if os.path.isdir(name_or_dir) else resolve(name_or_dir)
+    meta_path = os.path.join(folder, "meta.json")
+    meta = {}
+    if os.path.isfile(meta_path):
+        with open(meta_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    training = meta.get("training") or {}
+    return {"name": os.path.basename(os.path.normpath(folder)),
+            "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen")),
+            "weights_sha256": sha256(os.path.join(folder, "weights.hdf5"))}
+
+
 def options_shape(options: dict) -> str:
     """A biLM's shape in words, from its options.json: ``LSTM 4096/512, 2048 char filters, 2 highway layers``."""
     cnn, lstm = options["char_cnn"], options["lstm"]
