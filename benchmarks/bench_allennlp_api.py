@@ -137,7 +137,7 @@ CALL_NAMES = {"Elmo": "Elmo", "ElmoEmbedder": "ElmoEmbedder.embed_sentences"}
 def record(summary: dict, argv) -> dict:
     """The record docs/results/speed_allennlp_api.json of one run's ``summary`` (main's JSON line)."""
     sys.path.insert(0, HERE)
-    import records
+    import result_record
 
     import bench_bilm
 
@@ -154,12 +154,13 @@ def record(summary: dict, argv) -> dict:
                     "ElmoEmbedder.embed_sentences against spacy_elmo.allennlp's, on the same random-weight models "
                     "of the official shapes, each side in its own process, alternately; tokens/s of the best of "
                     f"{passes} passes (medians within {100 * spread:.0f}%)",
-            "model": records.random_model({s: records.options_shape(bench_bilm.preset(s)) for s in summary["sizes"]},
-                                          std=0.05, made_by="benchmarks/bench_bilm.py (seed 0)"),
-            "machine": records.machine(threads=summary["threads"], load_average=load),
+            "model": result_record.random_model(
+                {s: result_record.options_shape(bench_bilm.preset(s)) for s in summary["sizes"]},
+                std=0.05, made_by="benchmarks/bench_bilm.py (seed 0)"),
+            "machine": result_record.machine(threads=summary["threads"], load_average=load),
             "code_path": "spacy_elmo.allennlp.Elmo / ElmoEmbedder over the float32 BiLM (OneDnnPath, oneDNN char "
                          "CNN), torch.no_grad(); AllenNLP 2.10.1 from ../shared/bench/allennlp-anchor/setup.sh",
-            "command": records.command("benchmarks/bench_allennlp_api.py", argv),
+            "command": result_record.command("benchmarks/bench_allennlp_api.py", argv),
             "workload": f"the first {summary['sentences']} EWT dev sentences ({summary['tokens']:,} words) in batches "
                         "of 32", "medians_within_percent": round(100 * spread), "rows": rows}
 
@@ -194,9 +195,9 @@ def main(argv=None):
     summary["loadavg_after"] = os.getloadavg()[0]
     print(json.dumps(summary))
     if a.out:
-        import records
+        import result_record
 
-        records.write(a.out, record(summary, argv if argv is not None else sys.argv[1:]))
+        result_record.write(a.out, record(summary, argv if argv is not None else sys.argv[1:]))
 
 
 if __name__ == "__main__":

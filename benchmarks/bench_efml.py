@@ -91,7 +91,7 @@ def size(directory: str) -> int:
 def record(result: dict, args, argv) -> dict:
     """The record docs/results/speed_efml.json of one run's ``result`` (main's JSON line)."""
     sys.path.insert(0, HERE)
-    import records
+    import result_record
 
     mb = {k: round(result[f"{k}_bytes"] / 1e6, 1) for k in ("source", "converted")}
     mb["change_percent"] = round(100 * (result["converted_bytes"] / result["source_bytes"] - 1), 1)
@@ -101,11 +101,11 @@ def record(result: dict, args, argv) -> dict:
     return {"what": "ELMoForManyLangs' Embedder.sents2elmo against the converted model's BiLM.embed_sentences on "
                     "the same full-size model (its standard config, random weights), alternating in one process, "
                     f"best of {args.runs}; sizes of the source and converted directories",
-            "model": records.random_model({"efml standard": shape}, std=0.02),
-            "machine": records.machine(threads=result["threads"], load_average=result["load_average"]),
+            "model": result_record.random_model({"efml standard": shape}, std=0.02),
+            "machine": result_record.machine(threads=result["threads"], load_average=result["load_average"]),
             "code_path": "BiLM.embed_sentences, float32 (OneDnnPath, oneDNN char CNN with word embeddings); "
                          f"elmoformanylangs {result['reference_version']}'s own code",
-            "command": records.command("benchmarks/bench_efml.py", argv) + " (in the reference package's "
+            "command": result_record.command("benchmarks/bench_efml.py", argv) + " (in the reference package's "
                        "environment, dev/efml_fixtures.py)",
             "workload": f"{args.sentences} sentences ({result['tokens']:,} tokens), batches of 64",
             "size_mb": mb, "convert_s": round(result["convert_s"]), "max_abs_diff": result["max_abs_diff"],
@@ -160,9 +160,9 @@ def main(argv=None) -> None:
                   "reference_version": version("elmoformanylangs")}
     print(json.dumps(result))
     if args.out:
-        import records
+        import result_record
 
-        records.write(args.out, record(result, args, argv if argv is not None else sys.argv[1:]))
+        result_record.write(args.out, record(result, args, argv if argv is not None else sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -245,14 +245,14 @@ def summary(rows: list) -> dict:
 def record(counter, args, argv) -> dict:
     """The record docs/results/memory.json with this run's columns, merged into the one at --out."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import records
+    import result_record
     import spacy
 
     from spacy_elmo.bilm.chars import TOKEN_CACHE_SIZE
 
     prefix = columns(args)
-    model = records.shipped_model() if args.model is None else {"name": args.model}
-    machine = records.machine(threads=args.threads, spacy=spacy.__version__)
+    model = result_record.shipped_model() if args.model is None else {"name": args.model}
+    machine = result_record.machine(threads=args.threads, spacy=spacy.__version__)
     old = {}
     if os.path.isfile(args.out):
         with open(args.out, encoding="utf-8") as f:
@@ -267,7 +267,7 @@ def record(counter, args, argv) -> dict:
         if "pipe_trimmed" in row and "spacy_trimmed" in row:
             row["gap"] = round(row["pipe_trimmed"] - row["spacy_trimmed"], 1)
     rows = [rows[d] for d in sorted(rows)]
-    commands = (old.get("commands", []) if same else []) + [records.command("benchmarks/bench_memory.py", argv)]
+    commands = (old.get("commands", []) if same else []) + [result_record.command("benchmarks/bench_memory.py", argv)]
     kept = {k: old[k] for k in ("tracemalloc",) if same and k in old}
     return {"what": f"VmRSS (MiB) of a streaming pipeline over {args.docs:,} docs: the elmo pipeline and spaCy alone "
                     "on docs whose words never repeat, and the pipeline on a fixed 20,000-word vocabulary; "
@@ -329,9 +329,9 @@ def main(argv=None) -> int:
     elif len(rows) > 1:
         print(f"# growth from {rows[0][0]} to {rows[-1][0]} docs: {growth:+.1f} MiB ({pct:+.2f}%)")
     if args.out:
-        import records
+        import result_record
 
-        records.write(args.out, record(counter, args, argv if argv is not None else sys.argv[1:]))
+        result_record.write(args.out, record(counter, args, argv if argv is not None else sys.argv[1:]))
     return 0
 
 

@@ -100,7 +100,7 @@ def cosines(ref, other):
 def record(res: dict, size: str, argv) -> dict:
     """The record docs/results/speed_precision.json with the row of one run's ``res`` (main's
     JSON line, variants float32 then bfloat16) for the preset ``size``."""
-    import records
+    import result_record
 
     f32, bf16 = res["variants"]["float32"], res["variants"]["bfloat16"]
     rounds = bf16["cpu_ratio_per_round"]
@@ -115,14 +115,14 @@ def record(res: dict, size: str, argv) -> dict:
            "gemm_ratio_2048": round(gemm["mm_2048_bfloat16"] / gemm["mm_2048_float32"], 2)}
     return {"what": "BiLM float32 against bfloat16 on the same random-weight models, alternating in one process, "
                     f"{res['runs']} rounds after a warm-up each, medians; rates by the process's CPU time",
-            "model": records.random_model({size: records.options_shape(options)}, std=0.05,
+            "model": result_record.random_model({size: result_record.options_shape(options)}, std=0.05,
                                           made_by="benchmarks/bench_bilm.py (seeded, as make_weights.py)"),
-            "machine": records.machine(threads=res["threads"], bf16=res["bf16_capability"]),
+            "machine": result_record.machine(threads=res["threads"], bf16=res["bf16_capability"]),
             "code_path": "float32: OneDnnPath (bilm/lstm_paths.py) and the oneDNN char CNN; bfloat16: OneDnnBf16Path "
                          "(bilm/lstm_paths.py: oneDNN products on weights packed once as bfloat16, float32 "
                          "accumulation, float32 gate non-linearities and cell state) and char_cnn.py "
                          "_encode_onednn_bf16",
-            "command": records.command("benchmarks/bench_precision.py", argv),
+            "command": result_record.command("benchmarks/bench_precision.py", argv),
             "workload": f"the first {res['sentences']} UD EWT dev sentences, {res['tokens']:,} words, batches of "
                         f"{res['batch_size']}", "rows": [row]}
 
@@ -218,10 +218,10 @@ def main(argv=None):
             print(f"{'':18s} CPU-time ratio per round: {r['cpu_ratio_per_round']}")
     print(json.dumps(res))
     if a.out:
-        import records
+        import result_record
 
         new = record(res, a.model, argv if argv is not None else sys.argv[1:])
-        records.write(a.out, records.merge_rows(a.out, new))
+        result_record.write(a.out, result_record.merge_rows(a.out, new))
 
 
 if __name__ == "__main__":

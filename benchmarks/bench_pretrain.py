@@ -166,7 +166,7 @@ def path_name(p: dict) -> str:
 def record(results: list, args, argv) -> dict:
     """The record docs/results/speed_pretrain.json of one run's ``results`` (medians per trainer)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import records
+    import result_record
 
     speed = {r["name"]: r for r in results}
     untimed = [r["name"] for r in results if math.isnan(r["tok_s"])]
@@ -185,22 +185,24 @@ def record(results: list, args, argv) -> dict:
         rows.append(row)
     return {"what": "The pretraining trainers side by side in one process on the same corpus slice, warm-started "
                     f"from the same model, alternating, medians of {args.repeats} run(s) each",
-            "model": start_model(args.init_from, records),
-            "machine": records.machine(threads=args.threads, bf16=cpu_bf16_capability() or "none"),
+            "model": start_model(args.init_from),
+            "machine": result_record.machine(threads=args.threads, bf16=cpu_bf16_capability() or "none"),
             "code_path": "; ".join(f"{TRAINERS[r['name']]}: {path_name(r['path'])}" for r in results),
-            "command": records.command("benchmarks/bench_pretrain.py", argv),
+            "command": result_record.command("benchmarks/bench_pretrain.py", argv),
             "after_tokens": args.tokens, "rows": rows}
 
 
-def start_model(init_from: str, records) -> dict:
+def start_model(init_from: str) -> dict:
     """The record's model: the one the runs start from (random weights of the shipped shape for '')."""
+    import result_record
+
     from spacy_elmo.bilm.integrity import sha256
 
     if not init_from:
-        shape = records.options_shape(json.loads((MODEL / "options.json").read_text()))
-        return records.random_model({"en_elmo_small's shape": shape})
+        shape = result_record.options_shape(json.loads((MODEL / "options.json").read_text()))
+        return result_record.random_model({"en_elmo_small's shape": shape})
     if Path(init_from).resolve() == MODEL.resolve():
-        return records.shipped_model()
+        return result_record.shipped_model()
     return {"name": Path(init_from).name, "weights_sha256": sha256(str(Path(init_from) / "weights.hdf5"))}
 
 
@@ -280,9 +282,9 @@ def main(argv=None):
         print(f"ratio fused / fused-prev: {speed['fused']['tok_s'] / speed['fused-prev']['tok_s']:.2f}x tokens/s, "
               f"{speed['fused']['tok_cpu_s'] / speed['fused-prev']['tok_cpu_s']:.2f}x tokens per CPU-second")
     if args.out:
-        import records
+        import result_record
 
-        records.write(args.out, records.merge_rows(args.out, record(results, args, argv if argv is not None
+        result_record.write(args.out, result_record.merge_rows(args.out, record(results, args, argv if argv is not None
                                                                             else sys.argv[1:]), key="run"))
 
 

@@ -106,14 +106,14 @@ def tagger(path, dev_spacy):
 
 def record(res: dict, argv) -> dict:
     """The record docs/results/precision_quality.json of one run's ``res`` (main's JSON)."""
-    import records
+    import result_record
 
     dev = res["deviation"]
     out = {"what": "bfloat16 against float32 layers of a trained biLM, and a tagger on it in both precisions",
-           "model": records.model_identity(dev["model"]),
-           "machine": records.machine(threads=res["threads"], bf16=res["bf16_capability"]),
+           "model": result_record.model_identity(dev["model"]),
+           "machine": result_record.machine(threads=res["threads"], bf16=res["bf16_capability"]),
            "code_path": f"BiLM(precision='bfloat16') (ran as {dev['effective']}): OneDnnBf16Path; float32: OneDnnPath",
-           "command": records.command("dev/precision_check.py", argv),
+           "command": result_record.command("dev/precision_check.py", argv),
            "data": f"{dev['sentences']:,} sentences of {os.path.basename(dev['conllu'])}, {dev['tokens']:,} tokens",
            "min_cosine": {f"layer_{x['layer']}": round(x["min"], 6) for x in dev["layers"]},
            f"tokens_below_{BOUND}": sum(x["below_bound"] for x in dev["layers"]),
@@ -153,9 +153,9 @@ def main(argv=None):
     if a.tagger != "none" and os.path.isdir(a.tagger):
         res["tagger"] = tagger(a.tagger, a.dev_spacy)
     if a.out:
-        import records
+        import result_record
 
-        records.write(a.out, record(res, argv if argv is not None else sys.argv[1:]))
+        result_record.write(a.out, record(res, argv if argv is not None else sys.argv[1:]))
     if a.json:
         print(json.dumps(res))
         return 0

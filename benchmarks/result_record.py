@@ -8,7 +8,7 @@ a speed record names its code path. tests/test_results.py checks the records and
 that quote them. :func:`write` writes one (indented JSON, one final newline).
 
 Import from a script of benchmarks/ or dev/: ``sys.path.insert(0, <repo>/benchmarks)`` then
-``import records``. Needs torch only for :func:`machine`.
+``import result_record``. Needs torch only for :func:`machine`.
 """
 import json
 import os
