@@ -99,20 +99,45 @@ def write(path: str, record: dict) -> None:
 
 def merge_rows(path: str, record: dict, key: str = "model") -> dict:
     """``record`` with the rows of the record already at ``path`` that this run did not measure
-    (their ``key`` differs), for a record that several runs fill (one per model): kept only when
-    that record was measured on the same CPU, else left out (printed). The commands are joined."""
+    (their ``key`` differs), for a record that several runs fill (one per model or script): kept
+    only when that record was measured on the same CPU and with the same model (random weights
+    of any shapes count as the same: the shapes are joined), else left out (printed). The
+    records' ``command`` strings are joined."""
     if not os.path.isfile(path):
         return record
     with open(path, encoding="utf-8") as f:
         old = json.load(f)
-    if (old.get("machine") or {}).get("cpu") != record["machine"]["cpu"]:
-        print(f"{path}: measured on {(old.get('machine') or {}).get('cpu')}, not this CPU: its other rows are "
-              "left out; rerun them here", file=sys.stderr)
+    model, old_model = record["model"], old.get("model") or {}
+    random = model.get("name") == RANDOM and old_model.get("name") == RANDOM
+    if (old.get("machine") or {}).get("cpu") != record["machine"]["cpu"] or not (random or old_model == model):
+        print(f"{path}: measured on {(old.get('machine') or {}).get('cpu')} with {old_model.get('name')}, not this "
+              "CPU and model: its other rows are left out; rerun them here", file=sys.stderr)
         return record
     mine = {row[key] for row in record["rows"]}
     kept = [row for row in old.get("rows", []) if row.get(key) not in mine]
-    commands = [c for c in old.get("command", "").split("; ") if c and kept] + [record["command"]]
-    model = record["model"]
-    if kept and model.get("name") == RANDOM and old["model"].get("name") == RANDOM:
-        model = {**model, "shapes": {**old["model"]["shapes"], **model["shapes"]}}
-    return {**record, "model": model, "rows": kept + record["rows"], "command": "; ".join(dict.fromkeys(commands))}
+    out = {**record, "rows": kept + record["rows"]}
+    if random and kept:
+        out["model"] = {**model, "shapes": {**old_model["shapes"], **model["shapes"]}}
+    if "command" in record:
+        commands = [c for c in old.get("command", "").split("; ") if c and kept] + [record["command"]]
+        out["command"] = "; ".join(dict.fromkeys(commands))
+    return out
+
+
+PIPELINE = "docs/results/speed_pipeline.json"
+
+
+def write_row(path: str, script: str, row: dict, model: dict, argv=None, label: Optional[str] = None) -> None:
+    """Write one script's ``row`` (keyed by ``run``: ``script``, and ``label`` where one script
+    fills several rows; with its command) into the record at ``path`` that several scripts fill
+    (:data:`PIPELINE`: the pipeline, ``embed``, Ray, the vector hooks, shared cores, training),
+    keeping the other rows as :func:`merge_rows` does."""
+    record = {"what": "The pipeline, embed, Ray, the vector hooks, shared cores and frozen-biLM training: one row "
+                      "per script (benchmarks/), each written by its --out",
+              "model": model, "machine": machine(),
+              "code_path": "float32 CPU path (OneDnnPath, oneDNN char CNN); the elmo component through nlp.pipe; "
+                           "spacy_elmo.embed (HDF5 journal); spacy_elmo.scale.embed_file_ray; "
+                           "pipeline/vector_hooks.py; bilm/cpu_budget.py (threads = 'auto'); pipeline/cache.py",
+              "rows": [{"run": script if label is None else f"{script} ({label})", "script": script,
+                        "command": command(script, argv), **row}]}
+    write(path, merge_rows(path, record, key="run"))
