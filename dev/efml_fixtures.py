@@ -27,6 +27,8 @@ a second call of the same ``Embedder`` on the same sentences and a first call wi
 it out), a second call and a first call in its default batches of 64. The package shuffles the
 order of its batches with Python's ``random``, so each call is made after ``random.seed(s)``:
 seed 0, and for ``batch_size=1`` the largest drift over ``--seeds`` seeds (the list is kept).
+Each row also holds ``spacy_elmo_max_abs_diff``: how far spacy-elmo's ``BiLM.embed_sentences`` of
+the converted model (``spacy_elmo.convert``, batches of 3 and 64) is from that first call.
 """
 import argparse
 import codecs
@@ -168,6 +170,20 @@ def drift(directory: str, sentences: list, first: list, seeds: list, single: boo
     return out
 
 
+def ours(directory: str, sentences: list, first: list) -> float:
+    """Max abs difference of spacy-elmo's layers of the converted model from ``first``, over
+    batches of 3 and of 64 (spacy_elmo needs torch, numpy and h5py only)."""
+    import tempfile
+
+    from spacy_elmo.bilm import BiLM
+    from spacy_elmo.convert import convert
+
+    with tempfile.TemporaryDirectory() as tmp:
+        convert(directory, tmp)
+        bilm = BiLM.from_pretrained(tmp)
+        return max(max_diff(first, bilm.embed_sentences(sentences, batch_size=b)) for b in (3, 64))
+
+
 def full_size(n_sentences: int, seeds: list) -> dict:
     """The drift of benchmarks/bench_efml.py's full-size model on its first ``n_sentences``."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
@@ -177,7 +193,9 @@ def full_size(n_sentences: int, seeds: list) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         sents = bench_efml.sentences(bench_efml.build(tmp, 5000, 150_000, 0.02), n_sentences)
-        row = drift(tmp, sents, first_call(tmp, sents), seeds, single=False)
+        first = first_call(tmp, sents)
+        row = drift(tmp, sents, first, seeds, single=False)
+        row["spacy_elmo_max_abs_diff"] = ours(tmp, sents, first)
     return {"model": "full size", "sentences": n_sentences, **row}
 
 
@@ -187,13 +205,15 @@ def record(rows: list, seeds: list, argv: list) -> dict:
 
     from spacy_elmo.bilm.cpu_budget import cpu_name
 
-    shapes = {name: (f"{cnn['activation']} char CNN, filters {cnn['filters']}, {cnn['n_highway']} highway(s), "
+    shapes = {name: (f"{cnn['activation']} char CNN, filters {cnn['filters']} ({len(cnn['filters'])} widths, "
+                     f"{sum(n for _, n in cnn['filters'])} filters), {cnn['n_highway']} highway(s), "
                      f"{word_dim}-dim words; LSTM {encoder['n_layers']} layer(s) of {encoder['dim']} cells, "
                      f"projection {encoder['projection_dim']}; N(0, {std}^2)")
               for name, (cnn, encoder, word_dim, std, _) in MODELS.items()}
     if any(row["model"] == "full size" for row in rows):
-        shapes["full size"] = ("cnn_50_100_512_4096_sample.json (2048 filters, 2 highways, 4096 cells, projection "
-                               "512, 2 layers, 100-dim words), 150,000 words, 5,000 characters; N(0, 0.02^2)")
+        shapes["full size"] = ("cnn_50_100_512_4096_sample.json (7 filter widths, 2048 filters, 2 highways, 4096 "
+                               "cells, projection 512, 2 layers, 100-dim words), 150,000 words, 5,000 characters; "
+                               "N(0, 0.02^2)")
     return {"what": "ELMoForManyLangs' Embedder carries each batch row's LSTM states into the next batch and "
                     "call: max abs difference (every layer and sentence) from its first call with all sentences "
                     "in one batch",
@@ -224,7 +244,8 @@ def main(argv=None) -> None:
         numpy.savez_compressed(os.path.join(directory, "expected.npz"),
                                **{str(i): numpy.asarray(a, dtype=numpy.float32) for i, a in enumerate(first)})
         if args.record:
-            rows.append({"model": name, "sentences": len(SENTENCES), **drift(directory, SENTENCES, first, seeds)})
+            rows.append({"model": name, "sentences": len(SENTENCES), **drift(directory, SENTENCES, first, seeds),
+                         "spacy_elmo_max_abs_diff": ours(directory, SENTENCES, first)})
             print(rows[-1])
     if args.record:
         if args.full_size_sentences:

@@ -2,8 +2,9 @@
 they were measured with.
 
 A page quotes a record between ``<!-- record: PATH -->`` and ``<!-- end: record -->``. Every
-decimal number in that block (``94.55``, ``+2.22``, ``90.4M``, ``4.9x``), every integer written
-with thousands separators (``5,975``) and every number in a table row must be a value of the
+decimal number in that block (``94.55``, ``+2.22``, ``90.4M``, ``4.9x``), every number in
+scientific notation (``2.4e-7``, ``1e-6``), every integer written with thousands separators
+(``5,975``) and every number in a table row must be a value of the
 record (a number, or a number inside one of its strings), rounded as shown. Every record names
 its model (``model``: the shipped ``en_elmo_small`` by name, lineage tokens and weights sha256;
 another model by name and weights sha256; or ``random weights`` with their shapes), or a list of
@@ -24,9 +25,10 @@ from helpers import REPO, load_script
 BLOCK = re.compile(r"<!-- record: (\S+) -->\n(.*?)<!-- end: record -->", re.S)
 # a decimal (x: a ratio, M: millions), an integer with thousands separators, any integer
 NUMBER = re.compile(r"(?<![\w.,])[+-]?(\d{1,3}(?:,\d{3})+\.\d+|\d+\.\d+)(M?)x?(?!\w|\.\d)")
+SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?!\w|\.\d)")
 GROUPED = re.compile(r"(?<![\w.,+-])(\d{1,3}(?:,\d{3})+)(?![\w-]|[.,]\d)")
 INTEGER = re.compile(r"(?<![\w.,+-])(\d+)(?![\w-]|[.,]\d)")
-ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 SAYS_SO = "not the shipped model"
 RANDOM = "random weights"
@@ -53,6 +55,9 @@ def _quoted(block: str):
     for m in NUMBER.finditer(block):
         digits = m.group(1).replace(",", "")
         yield m.group(0), digits, len(digits.split(".")[1]), 1e6 if m.group(2) else 1.0
+    for m in SCIENTIFIC.finditer(block):
+        mantissa = m.group(1)
+        yield m.group(0), mantissa, len(mantissa.split(".")[1]) if "." in mantissa else 0, 10.0 ** int(m.group(2))
     for m in GROUPED.finditer(block):
         yield m.group(0), m.group(1).replace(",", ""), 0, 1.0
     for row in re.findall(r"^\|.*\|$", block, re.M):
@@ -186,6 +191,9 @@ def test_a_wrong_number_another_model_or_cpu_without_saying_so_fails():
     check_quote(both, "r", f"gain +2.22 (random weights and a model that is {SAYS_SO}) {cpu}", shipped)
     assert unquoted("90.4M tokens, v2.16, torch 2.13.0", [90373880.0]) == []
     assert unquoted("none below 0.999.", [0.99979]) == ["0.999"]  # a number ending a sentence is checked
+    assert unquoted("| 1.8e-7 | to 1e-6, 2e-10. |", [1.7881393e-07, 1e-06, 2e-10]) == []
+    assert unquoted("| 1.9e-7 | 2e-9 |", [1.7881393e-07, 2e-10]) == ["1.9e-7", "2e-9"]
+    assert record_values({"parity": "hold to 1e-6 (3,000 runs)"}) == [1e-06, 3000.0]
 
 
 def test_the_model_card_and_the_readme_model_table_are_what_meta_json_gives():
