@@ -153,3 +153,26 @@ def test_bench_memory_summary_is_the_committed_one():
     got = load_script("benchmarks/bench_memory.py").summary(record["rows"])
     kept = {k.replace("_25k_300k", ""): v for k, v in record["summary"].items()}
     assert all(got[k] == kept[k] for k in got), {k: (got[k], kept.get(k)) for k in got if got[k] != kept.get(k)}
+
+
+def test_the_pipeline_record_gets_one_row_per_script_run(tmp_path):
+    """bench_training.py (one row per pair of configs) and bench_shared_cores.py write their rows
+    of speed_pipeline.json; a rerun replaces its own row only."""
+    path = str(tmp_path / "speed_pipeline.json")
+    training = load_script("benchmarks/bench_training.py")
+    summary = {"ratio": 1.42, "cpu_ratio": 1.4, "base_s_per_1000_steps": 84.2, "elmo_s_per_1000_steps": 119.4,
+               "base_score": 0.93, "elmo_score": 0.95}
+    for base, elmo in (("tagger_base.cfg", "tagger_elmo.cfg"), ("ner_base.cfg", "ner_elmo.cfg"),
+                       ("tagger_base.cfg", "tagger_elmo.cfg")):
+        args = Namespace(base=base, elmo=elmo, steps=2000, eval_frequency=200, repeats=1)
+        training.write_row(path, summary, args, ["--steps", "2000"])
+    table = {("idle", "1"): 1176.0, ("idle", "2"): 1500.0, ("idle", "auto"): 1400.0, ("loaded", "1"): 3372.0,
+             ("loaded", "2"): 147.0, ("loaded", "auto"): 3300.0}
+    load_script("benchmarks/bench_shared_cores.py").write_row(path, table, ["1", "2", "auto"],
+                                                              Namespace(docs=300, repeats=3), [])
+    got = check(json.loads(open(path).read()), "speed_pipeline.json", tmp_path, same_keys=False)
+    assert [r["run"] for r in got["rows"]] == [
+        "benchmarks/bench_training.py (ner_base.cfg / ner_elmo.cfg)",
+        "benchmarks/bench_training.py (tagger_base.cfg / tagger_elmo.cfg)", "benchmarks/bench_shared_cores.py"]
+    assert got["rows"][2]["all_threads_slowdown_with_one_core_busy"] == 23
+    assert got["model"] == result_record.shipped_model()
