@@ -17,6 +17,8 @@ Each side runs in its own process (AllenNLP in its venv), ``--rounds`` times, al
 warm-up pass then ``--runs`` timed passes each; tok/s from the best timed pass of a side (the
 least disturbed by other processes; the medians are printed too).
 The models are bench_bilm.py's (``~/.cache/elmo-anchor/{small,original}``, written on first use).
+``--out PATH`` also writes the record docs/results/speed_allennlp_api.json (tokens/s rounded, the
+ratio, the CPU, the load averages, how far the medians were from the best passes).
 """
 import argparse
 import json
@@ -128,7 +130,42 @@ def compare(size, a, anchor_py):
     return result
 
 
-def main():
+SIZE_NAMES = {"small": "small (1024/128)", "original": "original (4096/512)"}
+CALL_NAMES = {"Elmo": "Elmo", "ElmoEmbedder": "ElmoEmbedder.embed_sentences"}
+
+
+def record(summary: dict, argv) -> dict:
+    """The record docs/results/speed_allennlp_api.json of one run's ``summary`` (main's JSON line)."""
+    sys.path.insert(0, HERE)
+    import result_record
+
+    import bench_bilm
+
+    rows, spread = [], 0.0
+    for size, result in summary["sizes"].items():
+        for label, call in CALL_NAMES.items():
+            r = result[label]
+            rows.append({"model": SIZE_NAMES.get(size, size), "call": call, "allennlp": round(r["allennlp_tok_s"]),
+                         "spacy_elmo": round(r["ours_tok_s"]), "ratio": round(r["ratio"], 1)})
+            spread = max(spread, *(1 - r[f"{n}_median_tok_s"] / r[f"{n}_tok_s"] for n in ("allennlp", "ours")))
+    passes = summary["runs"] * summary["rounds"]
+    load = f"{summary['loadavg_before']:.1f} before, {summary['loadavg_after']:.1f} after"
+    return {"what": "AllenNLP 2.10.1's Elmo (batch_to_ids + forward, state reset per batch) and 0.9's "
+                    "ElmoEmbedder.embed_sentences against spacy_elmo.allennlp's, on the same random-weight models "
+                    "of the official shapes, each side in its own process, alternately; tokens/s of the best of "
+                    f"{passes} passes (medians within {100 * spread:.0f}%)",
+            "model": result_record.random_model(
+                {s: result_record.options_shape(bench_bilm.preset(s)) for s in summary["sizes"]},
+                std=0.05, made_by="benchmarks/bench_bilm.py (seed 0)"),
+            "machine": result_record.machine(threads=summary["threads"], load_average=load),
+            "code_path": "spacy_elmo.allennlp.Elmo / ElmoEmbedder over the float32 BiLM (OneDnnPath, oneDNN char "
+                         "CNN), torch.no_grad(); AllenNLP 2.10.1 from ../shared/bench/allennlp-anchor/setup.sh",
+            "command": result_record.command("benchmarks/bench_allennlp_api.py", argv),
+            "workload": f"the first {summary['sentences']} EWT dev sentences ({summary['tokens']:,} words) in batches "
+                        "of 32", "medians_within_percent": round(100 * spread), "rows": rows}
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sizes", nargs="*", default=["small", "original"])
     ap.add_argument("--sentences", type=int, default=100)
@@ -141,7 +178,8 @@ def main():
     ap.add_argument("--side", choices=("allennlp", "ours"), help=argparse.SUPPRESS)
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
     ap.add_argument("--sentences-file", help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    ap.add_argument("--out", help="also write the record here (docs/results/speed_allennlp_api.json)")
+    a = ap.parse_args(argv)
     if a.side:
         with open(a.sentences_file, encoding="utf-8") as f:
             print(json.dumps(side(a.side, a.model_dir, json.load(f), a.runs, a.threads)))
@@ -153,8 +191,13 @@ def main():
                "runs": a.runs, "rounds": a.rounds, "threads": a.threads, "sizes": {}}
     for size in a.sizes:
         summary["sizes"][size] = compare(size, a, anchor_py)
+        summary["tokens"] = summary["sizes"][size]["tokens"]
     summary["loadavg_after"] = os.getloadavg()[0]
     print(json.dumps(summary))
+    if a.out:
+        import result_record
+
+        result_record.write(a.out, record(summary, argv if argv is not None else sys.argv[1:]))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ line: seconds per run (all; tokens/s and the ratio from the best), sizes in byte
 difference (over every layer and sentence) between ours and the reference's: its first call with
 all sentences in one batch (exactness), the second call of that Embedder, and a first call in
 batches of 64 (its default; later batches start from the earlier batches' final states).
+``--out PATH`` also writes the record docs/results/speed_efml.json (the CPU, the code path, sizes
+in MB, tokens/s of the best runs, ``run_variation``: the largest slowest / fastest run of a side).
 """
 import argparse
 import json
@@ -24,6 +26,7 @@ import random
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 
 import numpy
 import torch
@@ -85,13 +88,41 @@ def size(directory: str) -> int:
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
 
 
-def main() -> None:
+def record(result: dict, args, argv) -> dict:
+    """The record docs/results/speed_efml.json of one run's ``result`` (main's JSON line)."""
+    sys.path.insert(0, HERE)
+    import result_record
+
+    mb = {k: round(result[f"{k}_bytes"] / 1e6, 1) for k in ("source", "converted")}
+    mb["change_percent"] = round(100 * (result["converted_bytes"] / result["source_bytes"] - 1), 1)
+    tok_s = result["tokens_per_s"]
+    shape = ("2048 filters, 2 highways, 4096 cells, projection 512, 2 layers, 100-dim words, "
+             f"{args.words:,}-word and {args.chars:,}-character vocabulary")
+    return {"what": "ELMoForManyLangs' Embedder.sents2elmo against the converted model's BiLM.embed_sentences on "
+                    "the same full-size model (its standard config, random weights), alternating in one process, "
+                    f"best of {args.runs}; sizes of the source and converted directories",
+            "model": result_record.random_model({"efml standard": shape}, std=0.02),
+            "machine": result_record.machine(threads=result["threads"], load_average=result["load_average"]),
+            "code_path": "BiLM.embed_sentences, float32 (OneDnnPath, oneDNN char CNN with word embeddings); "
+                         f"elmoformanylangs {result['reference_version']}'s own code",
+            "command": result_record.command("benchmarks/bench_efml.py", argv) + " (in the reference package's "
+                       "environment, dev/efml_fixtures.py)",
+            "workload": f"{args.sentences} sentences ({result['tokens']:,} tokens), batches of 64",
+            "size_mb": mb, "convert_s": round(result["convert_s"]), "max_abs_diff": result["max_abs_diff"],
+            "tokens_s": {"reference": round(tok_s["reference"]), "spacy_elmo": round(tok_s["ours"]),
+                         "ratio": round(result["speedup"], 1)},
+            "run_variation": round(max(max(t) / min(t) for t in result["seconds"].values()), 1)}
+
+
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=120)
     ap.add_argument("--chars", type=int, default=5000)
     ap.add_argument("--words", type=int, default=150_000)
     ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
+    ap.add_argument("--out", help="also write the record here (docs/results/speed_efml.json)")
+    args = ap.parse_args(argv)
+    load = round(os.getloadavg()[0], 2)
     torch.set_num_threads(1)
     from elmoformanylangs import Embedder
 
@@ -122,10 +153,16 @@ def main() -> None:
             times["ours"].append(time.perf_counter() - t0)
         tokens = sum(map(len, sents))
         best = {k: min(v) for k, v in times.items()}
-        print(json.dumps({"tokens": tokens, "seconds": times, "tokens_per_s": {k: round(tokens / v, 1)
-                          for k, v in best.items()}, "speedup": round(best["reference"] / best["ours"], 2),
-                          "max_abs_diff": diff, "source_bytes": size(src), "converted_bytes": size(out),
-                          "convert_s": round(convert_s, 1), "threads": torch.get_num_threads()}))
+        result = {"tokens": tokens, "seconds": times, "tokens_per_s": {k: round(tokens / v, 1)
+                  for k, v in best.items()}, "speedup": round(best["reference"] / best["ours"], 2),
+                  "max_abs_diff": diff, "source_bytes": size(src), "converted_bytes": size(out),
+                  "convert_s": round(convert_s, 1), "threads": torch.get_num_threads(), "load_average": load,
+                  "reference_version": version("elmoformanylangs")}
+    print(json.dumps(result))
+    if args.out:
+        import result_record
+
+        result_record.write(args.out, record(result, args, argv if argv is not None else sys.argv[1:]))
 
 
 if __name__ == "__main__":

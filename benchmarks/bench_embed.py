@@ -15,7 +15,8 @@ tok/s use the best (least disturbed) wall time of the runs; also reported: the r
 (process_time: less sensitive to other jobs on the same core), of median wall times, embed_file's
 loop alone (without model load and merge) and the output size. ratio = embed_file tok/s /
 embed_sentences tok/s (target >= 0.9). Other CPU-heavy jobs disturb the numbers; say which cores
-it ran on.
+it ran on. ``--out PATH`` also writes this script's row of docs/results/speed_pipeline.json
+(result_record.write_row).
 """
 import argparse
 import gzip
@@ -63,6 +64,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--layers", default="all")
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--out", help="also write this script's row here (docs/results/speed_pipeline.json)")
     a = ap.parse_args(argv)
 
     import torch
@@ -119,6 +121,13 @@ def main(argv=None):
     }
     print(json.dumps(result))
     shutil.rmtree(tmp)
+    if a.out:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import result_record
+
+        row = {"what": "embed against BiLM.embed_sentences", "ratio_tok_s": round(result["ratio_wall"], 3),
+               "ratio_cpu_time": result["ratio_cpu"], "lines": result["lines"], "threads": a.threads}
+        result_record.write_row(a.out, "benchmarks/bench_embed.py", row, result_record.model_identity(model), argv)
     return 0
 
 

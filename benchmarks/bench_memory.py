@@ -28,11 +28,19 @@ the allocator keeps). ``--json`` prints one JSON line instead ({"checkpoints": [
 ``--no-buckets`` turns off oneDNN row bucketing (:func:`spacy_elmo.bilm.onednn.set_row_buckets`:
 products on their exact row counts), which brings back the growth of before the fix
 (benchmarks/README.md, "Memory").
+
+``--out PATH`` (with ``--trim``) writes this run's columns into the record
+docs/results/memory.json, rows by docs: ``--path pipe --distinct`` gives ``pipe_rss``,
+``pipe_trimmed`` and ``strings``; ``--path spacy --distinct`` ``spacy_rss``, ``spacy_trimmed``;
+``--path pipe`` on the default stream ``fixed_vocabulary_rss``, ``fixed_vocabulary_trimmed``. The
+other runs' columns already in the record stay when it was measured on this CPU with this model
+(else they are left out); ``gap`` and the ``summary`` are computed from whatever columns are there.
 """
 import argparse
 import gzip
 import itertools
 import json
+import os
 import random
 import sys
 import time
@@ -168,6 +176,7 @@ class Checkpoints:
         self.rows = []
         self.t0 = time.perf_counter()
         self.strings = None  # () -> size of nlp.vocab.strings, on the spaCy paths
+        self.string_counts = []  # its size at each checkpoint
         self.trimmed = False  # whether malloc_trim ran (glibc)
 
     def __call__(self, k: int) -> None:
@@ -183,14 +192,91 @@ class Checkpoints:
             self.trimmed = malloc_trim() or self.trimmed
             row.append(round(rss_mib(), 1))
         self.rows.append(row)
+        if self.strings is not None:
+            self.string_counts.append(self.strings())
         if not self.quiet:
             elapsed = time.perf_counter() - self.t0
             delta = row[1] - self.rows[0][1]
             extra = f"  after malloc_trim {row[2]:7.1f}" if self.trim else ""
             if self.strings is not None:
-                extra += f"  {self.strings():8d} strings in nlp.vocab"
+                extra += f"  {self.string_counts[-1]:8d} strings in nlp.vocab"
             print(f"{self.n:8d} docs  RSS {row[1]:7.1f} MiB  {delta:+7.1f} since first  "
                   f"{self.n / elapsed:6.1f} docs/s{extra}", flush=True)
+
+
+PER_DOCS = 10_000  # the summary's growth rates are per this many docs
+
+
+def columns(args) -> str:
+    """The record's column prefix of a run: pipe / spacy (distinct words) or fixed_vocabulary."""
+    if args.path == "pipe" and args.distinct:
+        return "pipe"
+    if args.path == "spacy" and args.distinct:
+        return "spacy"
+    if args.path == "pipe" and not args.text:
+        return "fixed_vocabulary"
+    raise SystemExit("--out records --path pipe --distinct, --path spacy --distinct or --path pipe (fixed vocabulary)")
+
+
+def summary(rows: list) -> dict:
+    """The growth figures of the record's rows (each computed only when its columns are there)."""
+    first, last = rows[0], rows[-1]
+    span = (last["docs"] - first["docs"]) / PER_DOCS
+    out = {"per_docs": PER_DOCS}
+    if span <= 0:
+        return out
+    if all("pipe_trimmed" in r and "spacy_trimmed" in r for r in (first, last)):
+        pipe = last["pipe_trimmed"] - first["pipe_trimmed"]
+        strings = last["strings"] - first["strings"]
+        out.update(spacy_growth_trimmed=round(last["spacy_trimmed"] - first["spacy_trimmed"], 1),
+                   pipe_growth_trimmed=round(pipe, 1), mib_per_10k_docs_distinct=round(pipe / span),
+                   new_strings_per_10k_docs=int(round(strings / span, -4)),
+                   bytes_per_string=int(round(pipe * 2 ** 20 / strings, -1)),
+                   gap_range=[round(min(r["gap"] for r in rows)), round(max(r["gap"] for r in rows))])
+    if "fixed_vocabulary_trimmed" in first:
+        fixed = [r["fixed_vocabulary_trimmed"] for r in rows]
+        rss = [r["fixed_vocabulary_rss"] for r in rows]
+        out.update(fixed_vocabulary_trimmed=[min(fixed), max(fixed)],
+                   fixed_mib_per_10k_docs=round((fixed[-1] - fixed[0]) / span, 1),
+                   fixed_rss_range=[int(round(min(rss), -1)), int(round(max(rss), -1))])
+    return out
+
+
+def record(counter, args, argv) -> dict:
+    """The record docs/results/memory.json with this run's columns, merged into the one at --out."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import result_record
+    import spacy
+
+    from spacy_elmo.bilm.chars import TOKEN_CACHE_SIZE
+
+    prefix = columns(args)
+    model = result_record.shipped_model() if args.model is None else {"name": args.model}
+    machine = result_record.machine(threads=args.threads, spacy=spacy.__version__)
+    old = {}
+    if os.path.isfile(args.out):
+        with open(args.out, encoding="utf-8") as f:
+            old = json.load(f)
+    same = old.get("model") == model and (old.get("machine") or {}).get("cpu") == machine["cpu"]
+    rows = {r["docs"]: r for r in old.get("rows", [])} if same else {}
+    for i, (docs, rss, trimmed) in enumerate(counter.rows):
+        row = rows.setdefault(docs, {"docs": docs})
+        row.update({f"{prefix}_rss": rss, f"{prefix}_trimmed": trimmed})
+        if prefix == "pipe":
+            row["strings"] = counter.string_counts[i]
+        if "pipe_trimmed" in row and "spacy_trimmed" in row:
+            row["gap"] = round(row["pipe_trimmed"] - row["spacy_trimmed"], 1)
+    rows = [rows[d] for d in sorted(rows)]
+    commands = (old.get("commands", []) if same else []) + [result_record.command("benchmarks/bench_memory.py", argv)]
+    kept = {k: old[k] for k in ("tracemalloc",) if same and k in old}
+    return {"what": f"VmRSS (MiB) of a streaming pipeline over {args.docs:,} docs: the elmo pipeline and spaCy alone "
+                    "on docs whose words never repeat, and the pipeline on a fixed 20,000-word vocabulary; "
+                    "'trimmed' after malloc_trim(0)",
+            "model": model, "machine": machine,
+            "code_path": f"nlp.pipe over the elmo component, store '{args.store}', float32 (OneDnnPath"
+                         f"{' with bucketed row counts' if not args.no_buckets else ''}, bilm/onednn.py)",
+            "commands": list(dict.fromkeys(commands)), "docs_words": "10-30 lower-case words of 1-15 letters",
+            "rows": rows, "summary": {**summary(rows), **kept, "char_cache_entries": TOKEN_CACHE_SIZE}}
 
 
 def main(argv=None) -> int:
@@ -208,7 +294,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-buckets", action="store_true", help="oneDNN row bucketing off (the old behaviour)")
     ap.add_argument("--trim", action="store_true", help="also report RSS after malloc_trim(0)")
     ap.add_argument("--json", action="store_true", help="print one JSON line at the end, nothing else")
+    ap.add_argument("--out", help="write this run's columns into the record here (docs/results/memory.json)")
     args = ap.parse_args(argv)
+    if args.out and not args.trim:
+        ap.error("--out records RSS and trimmed RSS: add --trim")
+    if args.out:
+        columns(args)
 
     import torch
 
@@ -237,6 +328,10 @@ def main(argv=None) -> int:
                           "path": args.path, "row_buckets": not args.no_buckets, "malloc_trim": counter.trimmed}))
     elif len(rows) > 1:
         print(f"# growth from {rows[0][0]} to {rows[-1][0]} docs: {growth:+.1f} MiB ({pct:+.2f}%)")
+    if args.out:
+        import result_record
+
+        result_record.write(args.out, record(counter, args, argv if argv is not None else sys.argv[1:]))
     return 0
 
 

@@ -25,6 +25,8 @@ tok/s per variant (wall and CPU), ratios to the first, nominal GFLOP per CPU sec
 |difference| and the smallest per-token cosine of each variant's layers against the first's
 (random weights: not a quality measure, and the original-size random model is chaotic, see
 benchmarks/README.md "Outputs"; dev/precision_check.py measures the trained model).
+``--out PATH`` (float32 and bfloat16 variants) also writes this model's row of the record
+docs/results/speed_precision.json, keeping the other model's row when it was measured on this CPU.
 """
 import argparse
 import json
@@ -95,7 +97,37 @@ def cosines(ref, other):
     return worst_abs, worst_cos
 
 
-def main():
+def record(res: dict, size: str, argv) -> dict:
+    """The record docs/results/speed_precision.json with the row of one run's ``res`` (main's
+    JSON line, variants float32 then bfloat16) for the preset ``size``."""
+    import result_record
+
+    f32, bf16 = res["variants"]["float32"], res["variants"]["bfloat16"]
+    rounds = bf16["cpu_ratio_per_round"]
+    gemm = res["gemm_gflops"]
+    step = next(k for k in gemm if k.startswith("onednn_step_") and k.endswith("_float32"))[:-len("_float32")]
+    options = bench_bilm.preset(size)
+    lstm = options["lstm"]
+    row = {"model": f"{size} ({lstm['dim']}/{lstm['projection_dim']})",
+           "float32_tok_cpu_s": f32["tokens_per_cpu_s"], "bfloat16_tok_cpu_s": bf16["tokens_per_cpu_s"],
+           "ratio": round(bf16["cpu_ratio_vs_ref"], 2), "ratio_rounds": f"{min(rounds):.2f}-{max(rounds):.2f}",
+           "gemm_ratio_lstm_step": round(gemm[f"{step}_bfloat16"] / gemm[f"{step}_float32"], 2),
+           "gemm_ratio_2048": round(gemm["mm_2048_bfloat16"] / gemm["mm_2048_float32"], 2)}
+    return {"what": "BiLM float32 against bfloat16 on the same random-weight models, alternating in one process, "
+                    f"{res['runs']} rounds after a warm-up each, medians; rates by the process's CPU time",
+            "model": result_record.random_model({size: result_record.options_shape(options)}, std=0.05,
+                                          made_by="benchmarks/bench_bilm.py (seeded, as make_weights.py)"),
+            "machine": result_record.machine(threads=res["threads"], bf16=res["bf16_capability"]),
+            "code_path": "float32: OneDnnPath (bilm/lstm_paths.py) and the oneDNN char CNN; bfloat16: OneDnnBf16Path "
+                         "(bilm/lstm_paths.py: oneDNN products on weights packed once as bfloat16, float32 "
+                         "accumulation, float32 gate non-linearities and cell state) and char_cnn.py "
+                         "_encode_onednn_bf16",
+            "command": result_record.command("benchmarks/bench_precision.py", argv),
+            "workload": f"the first {res['sentences']} UD EWT dev sentences, {res['tokens']:,} words, batches of "
+                        f"{res['batch_size']}", "rows": [row]}
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="original | small | a directory with options.json + weights.hdf5")
     ap.add_argument("--variants", default="float32,bfloat16",
@@ -107,7 +139,10 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
-    a = ap.parse_args()
+    ap.add_argument("--out", help="also write this model's row of the record here (docs/results/speed_precision.json)")
+    a = ap.parse_args(argv)
+    if a.out and (a.model not in ("original", "small") or a.variants.replace(" ", "") != "float32,bfloat16"):
+        ap.error("--out records the presets original / small with --variants float32,bfloat16")
 
     import torch
 
@@ -182,6 +217,11 @@ def main():
         if v != ref:
             print(f"{'':18s} CPU-time ratio per round: {r['cpu_ratio_per_round']}")
     print(json.dumps(res))
+    if a.out:
+        import result_record
+
+        new = record(res, a.model, argv if argv is not None else sys.argv[1:])
+        result_record.write(a.out, result_record.merge_rows(a.out, new))
 
 
 if __name__ == "__main__":

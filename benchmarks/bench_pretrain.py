@@ -25,6 +25,11 @@ the same process the same two ways (float32, and bfloat16 where the CPU has it).
 ratios. ``--repeats N`` runs the trainers N times, alternating (for a shared machine), and
 reports the medians.
 
+``--out PATH`` also writes the record (docs/results/speed_pretrain.json): one row per trainer,
+threads and batch size (``run``), with tokens/s, tokens per CPU-second, their ratios to the
+``torch`` run and the held-out perplexity; rows of other settings already in the record stay
+when it was measured on this CPU (so the 1- and 2-thread runs fill one record).
+
 Run with pretraining paused:  bash dev/ops/pause_pretraining.sh python benchmarks/bench_pretrain.py
 """
 import argparse
@@ -149,7 +154,59 @@ def _median_runs(runs: list) -> dict:
     return out
 
 
-def main():
+TRAINERS = {"torch": "torch modules under autograd, float32",
+            "fused": "fused, native kernels (default)", "fused-prev": "fused, torch.compile'd cells"}
+
+
+def path_name(p: dict) -> str:
+    lstm = "/".join(x for x in (p.get("lstm_path"), p.get("cells")) if x) or "eager"
+    return f"{p['lstm_impl']}/{p['precision']}/{lstm}" + ("/native" if p.get("native_ops") else "")
+
+
+def record(results: list, args, argv) -> dict:
+    """The record docs/results/speed_pretrain.json of one run's ``results`` (medians per trainer)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import result_record
+
+    speed = {r["name"]: r for r in results}
+    untimed = [r["name"] for r in results if math.isnan(r["tok_s"])]
+    if untimed:
+        raise SystemExit(f"--out: {', '.join(untimed)} ran too few steps to time (the first 3 are left out): "
+                         "raise --tokens")
+    rows = []
+    for r in results:
+        row = {"run": f"{r['name']}/{args.threads} threads/batch {r['tokens_per_batch']}",
+               "trainer": TRAINERS[r["name"]], "path": path_name(r["path"]), "threads": args.threads,
+               "tokens_per_batch": r["tokens_per_batch"], "tokens_s": round(r["tok_s"]),
+               "tokens_cpu_s": round(r["tok_cpu_s"]), "heldout_ppl": round(r["heldout_ppl"], 2)}
+        if "torch" in speed and r["name"] != "torch":
+            row.update(ratio=round(r["tok_s"] / speed["torch"]["tok_s"], 2),
+                       ratio_cpu=round(r["tok_cpu_s"] / speed["torch"]["tok_cpu_s"], 2))
+        rows.append(row)
+    return {"what": "The pretraining trainers side by side in one process on the same corpus slice, warm-started "
+                    f"from the same model, alternating, medians of {args.repeats} run(s) each",
+            "model": start_model(args.init_from),
+            "machine": result_record.machine(threads=args.threads, bf16=cpu_bf16_capability() or "none"),
+            "code_path": "; ".join(f"{TRAINERS[r['name']]}: {path_name(r['path'])}" for r in results),
+            "command": result_record.command("benchmarks/bench_pretrain.py", argv),
+            "after_tokens": args.tokens, "rows": rows}
+
+
+def start_model(init_from: str) -> dict:
+    """The record's model: the one the runs start from (random weights of the shipped shape for '')."""
+    import result_record
+
+    from spacy_elmo.bilm.integrity import sha256
+
+    if not init_from:
+        shape = result_record.options_shape(json.loads((MODEL / "options.json").read_text()))
+        return result_record.random_model({"en_elmo_small's shape": shape})
+    if Path(init_from).resolve() == MODEL.resolve():
+        return result_record.shipped_model()
+    return {"name": Path(init_from).name, "weights_sha256": sha256(str(Path(init_from) / "weights.hdf5"))}
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=300_000, help="training tokens per run")
     ap.add_argument("--tokens-per-batch", type=int, default=8000, help="batch size of the fused run")
@@ -160,7 +217,8 @@ def main():
     ap.add_argument("--with-previous", action="store_true",
                     help="also the fused trainer without the native kernels (the trainer before them)")
     ap.add_argument("--repeats", type=int, default=1, help="runs per trainer, alternating; medians reported")
-    args = ap.parse_args()
+    ap.add_argument("--out", help="also write the record here (docs/results/speed_pretrain.json)")
+    args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     base = {
         "corpus.paths": [str(p) for p in sorted((SHARED / "data" / "lm").glob("*.txt.gz"))],
@@ -209,9 +267,7 @@ def main():
           f"{'GFLOP/s':>13} {'train loss':>10} {'held-out ppl':>12}")
     for r in results:
         fpt = flops_per_token(options, r["types_per_token"], vocab_head=2003)
-        p = r["path"]
-        lstm = "/".join(x for x in (p.get("lstm_path"), p.get("cells")) if x) or "eager"
-        path = f"{p['lstm_impl']}/{p['precision']}/{lstm}" + ("/native" if p.get("native_ops") else "")
+        path = path_name(r["path"])
         print(f"{r['name']:10} {path:32} {r['tokens_per_batch']:>6} {r['steps']:>6} {r['tokens']:>9,} "
               f"{r['tok_s']:>8,.0f} {r['tok_cpu_s']:>9,.0f} "
               f"{r['tok_s'] * fpt / 1e9:>6.0f} / {r['tok_cpu_s'] * args.threads * fpt / 1e9:<4.0f} "
@@ -225,6 +281,11 @@ def main():
     if "fused" in speed and "fused-prev" in speed:
         print(f"ratio fused / fused-prev: {speed['fused']['tok_s'] / speed['fused-prev']['tok_s']:.2f}x tokens/s, "
               f"{speed['fused']['tok_cpu_s'] / speed['fused-prev']['tok_cpu_s']:.2f}x tokens per CPU-second")
+    if args.out:
+        import result_record
+
+        result_record.write(args.out, result_record.merge_rows(args.out, record(results, args, argv if argv is not None
+                                                                            else sys.argv[1:]), key="run"))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ a fresh OUTPUT each time:
   small: the same two on the first --small lines: ``overhead_s`` = ray_1 - serial there, and
       ``cluster_start_s`` = the ray.init time, paid once per run of the command.
 On a machine where the actors share one core (taskset -c 1), 2 actors cannot beat 1: the
-numbers then show Ray's cost, not its speed-up. Say which cores it ran on.
+numbers then show Ray's cost, not its speed-up. Say which cores it ran on. ``--out PATH`` also
+writes this script's row of docs/results/speed_pipeline.json (result_record.write_row).
 """
 import argparse
 import json
@@ -56,6 +57,7 @@ def main(argv=None):
     ap.add_argument("--actors", default="1,2")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--out", help="also write this script's row here (docs/results/speed_pipeline.json)")
     a = ap.parse_args(argv)
 
     import ray
@@ -105,6 +107,16 @@ def main(argv=None):
     ray.shutdown()
     print(json.dumps(result))
     shutil.rmtree(tmp)
+    if a.out:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import result_record
+
+        one = result.get("ray_1", {})
+        row = {"what": "embed --ray against embed", "lines": len(lines), "lines_s_ray_1_actor": one.get("lines_s"),
+               "lines_s_embed": result["serial"]["lines_s"], "ray_overhead_s_small_file": result["small"]["overhead_s"],
+               "cluster_start_s": result["cluster_start_s"], "cpus": a.cpus, "affinity": result["affinity"]}
+        result_record.write_row(a.out, "benchmarks/bench_ray_embed.py", row, result_record.model_identity(model),
+                                argv)
     return 0
 
 

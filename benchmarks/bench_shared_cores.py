@@ -12,6 +12,10 @@ and the ratios that matter: auto vs the best fixed setting under each load. Paus
 pretraining job first (the "idle" rows are meaningless otherwise):
 
     bash dev/ops/pause_pretraining.sh python benchmarks/bench_shared_cores.py
+
+``--out PATH`` also writes this script's row of docs/results/speed_pipeline.json
+(result_record.write_row): tokens/s per load and setting, and how much slower the CPU-count
+setting ran than 1 thread with one core busy.
 """
 import argparse
 import json
@@ -67,13 +71,28 @@ def run(threads: str, args, text_file: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main() -> None:
+def write_row(path: str, table: dict, settings: list, args, argv) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import result_record
+
+    from spacy_elmo import DEFAULT_MODEL
+
+    row = {"what": "shared cores", "docs": args.docs, "repeats": args.repeats, "threads": settings,
+           "tok_s": {f"{load}/{t}": round(v) for (load, t), v in table.items()}}
+    if len(settings) > 2:
+        row["all_threads_slowdown_with_one_core_busy"] = round(table[("loaded", "1")] / table[("loaded", settings[1])])
+    result_record.write_row(path, "benchmarks/bench_shared_cores.py", row, result_record.model_identity(DEFAULT_MODEL),
+                            argv)
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--text", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    parser.add_argument("--out", help="also write this script's row here (docs/results/speed_pipeline.json)")
+    args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.docs, args.repeats, args.text)
     text_file = ewt_dev_sentences(SHARED / "data" / "ud_en_ewt" / "en_ewt-ud-dev.conllu")
@@ -99,6 +118,8 @@ def main() -> None:
         worst = min((t for t in settings if t != "auto"), key=lambda t: table[(load, t)])
         print(f"{load}: auto / best fixed (threads={best}) = {table[(load, 'auto')] / table[(load, best)]:.2f}; "
               f"auto / worst fixed (threads={worst}) = {table[(load, 'auto')] / table[(load, worst)]:.2f}")
+    if args.out:
+        write_row(args.out, table, settings, args, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

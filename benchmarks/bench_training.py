@@ -19,7 +19,8 @@ their ratios, and the dev scores reached (the same seed gives the same score wha
 ``--elmo-override KEY=VALUE`` (repeatable) adds an override to the ELMo run only, e.g.
 ``--elmo-override components.elmo.model.cache_mb=0`` to time it without the layer cache.
 Thread count: whatever the environment gives torch (set ``OMP_NUM_THREADS``); the elmo
-component's ``threads = "auto"`` never goes above it.
+component's ``threads = "auto"`` never goes above it. ``--out PATH`` also writes this comparison's
+row of docs/results/speed_pipeline.json (result_record.write_row; one row per pair of configs).
 """
 import argparse
 import json
@@ -59,7 +60,23 @@ def run(config: str, args, out_dir: str, extra) -> dict:
             "cpu_s_per_1000_steps": round(cpu / args.steps * 1000, 2), "final_score": scores[-1] if scores else None}
 
 
-def main() -> None:
+def write_row(path: str, summary: dict, args, argv) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import result_record
+    import torch
+
+    from spacy_elmo import DEFAULT_MODEL
+
+    row = {"what": "frozen-biLM training", "configs": [args.base, args.elmo], "steps": args.steps,
+           "eval_frequency": args.eval_frequency, "repeats": args.repeats, "threads": torch.get_num_threads(),
+           "elmo_over_baseline_wall": summary["ratio"], "elmo_over_baseline_cpu": summary["cpu_ratio"],
+           "s_per_1000_steps": {"base": summary["base_s_per_1000_steps"], "elmo": summary["elmo_s_per_1000_steps"]},
+           "scores": {"base": summary["base_score"], "elmo": summary["elmo_score"]}}
+    result_record.write_row(path, "benchmarks/bench_training.py", row, result_record.model_identity(DEFAULT_MODEL),
+                            argv, label=f"{args.base} / {args.elmo}")
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--eval-frequency", type=int, default=200)
@@ -69,7 +86,8 @@ def main() -> None:
     parser.add_argument("--base", default="tagger_base.cfg")
     parser.add_argument("--elmo", default="tagger_elmo.cfg")
     parser.add_argument("--elmo-override", action="append", default=[])
-    args = parser.parse_args()
+    parser.add_argument("--out", help="also write this comparison's row here (docs/results/speed_pipeline.json)")
+    args = parser.parse_args(argv)
     for path in (args.train, args.dev):
         if not (ROOT / path).is_file():
             raise SystemExit(f"{ROOT / path} not found: run `python -m spacy project run convert` first")
@@ -94,6 +112,8 @@ def main() -> None:
                         "ratio" if key == "s_per_1000_steps" else "cpu_ratio": round(elmo / base, 3)})
     summary.update(base_score=results["base"][-1]["final_score"], elmo_score=results["elmo"][-1]["final_score"])
     print(json.dumps(summary))
+    if args.out:
+        write_row(args.out, summary, args, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

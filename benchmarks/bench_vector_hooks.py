@@ -7,7 +7,8 @@ Texts: the first N sentences of UD EWT dev (``$SPACY_ELMO_SHARED``), detokenised
 ``# text =`` line. The two settings run alternately, ``repeats`` times each, same process, so
 drift on a shared machine hits both; prints words/s per run and the median, then the time to
 read ``token.vector`` for every token and ``doc.vector`` / ``doc.similarity`` for every Doc, and
-the time ``set_vector_hooks`` (all the component adds per Doc) takes.
+the time ``set_vector_hooks`` (all the component adds per Doc) takes. ``--out PATH`` also writes
+this script's row of docs/results/speed_pipeline.json (result_record.write_row).
 """
 import argparse
 import os
@@ -69,12 +70,28 @@ def install_cost(docs) -> float:
     return (time.perf_counter() - t0) * 1e6 / len(docs)
 
 
-def main():
+def write_row(path: str, rates: dict, install_us: float, token_us: float, doc_ms: float, args, argv) -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import result_record
+    import torch
+
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    row = {"what": "vectors = 'top' hooks", "install_us_per_doc": round(install_us, 1),
+           "read_us_per_token": round(token_us, 1), "doc_vector_and_similarity_ms": round(doc_ms, 2),
+           "pipe_words_s_median": {k: round(v) for k, v in medians.items()},
+           "pipe_top_over_unset": round(medians["top"] / medians["unset"], 3), "texts": args.texts,
+           "repeats": args.repeats, "threads": torch.get_num_threads()}
+    result_record.write_row(path, "benchmarks/bench_vector_hooks.py", row, result_record.model_identity(args.model),
+                            argv)
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--texts", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model", default="en_elmo_small")
-    args = ap.parse_args()
+    ap.add_argument("--out", help="also write this script's row here (docs/results/speed_pipeline.json)")
+    args = ap.parse_args(argv)
     data = texts(args.texts)
     pipes = {"unset": build(args.model, None), "top": build(args.model, "top")}
     for nlp in pipes.values():
@@ -88,10 +105,14 @@ def main():
     for name, values in rates.items():
         print(f"vectors={name:6} words/s per run: {', '.join(f'{v:,.0f}' for v in values)}; "
               f"median {statistics.median(values):,.0f}")
-    print(f"installing the hooks: {install_cost(docs):.1f} us/doc")
+    install_us = install_cost(docs)
+    print(f"installing the hooks: {install_us:.1f} us/doc")
     token_s, doc_s = read_cost(docs)
     print(f"{len(data)} texts, {words:,} words: reading every token.vector {token_s * 1e6 / words:.1f} us/token; "
           f"doc.vector + doc.similarity {doc_s * 1e3 / len(data):.2f} ms/doc")
+    if args.out:
+        write_row(args.out, rates, install_us, token_s * 1e6 / words, doc_s * 1e3 / len(data), args,
+                  sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

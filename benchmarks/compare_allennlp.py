@@ -9,7 +9,9 @@ usage (pause the background pretraining job while timing; pause_pretraining.sh a
 Both sides: 2 threads, default glibc malloc (no MALLOC_* variables), stateless, first 200 EWT dev
 sentences in batches of 32, one warm-up pass then the median of --runs passes. Each side runs in
 its own process, AllenNLP first, then ours, size by size. Prints one line per size and a final
-JSON line. Exit status 1 if outputs differ.
+JSON line. Exit status 1 if outputs differ. ``--out PATH`` (with ``--runs`` > 0) also writes the
+record docs/results/speed_allennlp.json: per size, both sides' tokens/s and peak RSS, the ratio
+and the largest difference of the outputs; the GEMM ceiling measured in the same run.
 """
 import argparse
 import json
@@ -34,7 +36,36 @@ def run_json(cmd, env):
     return json.loads(lines[-1])
 
 
-def main():
+def record(summary: dict, argv) -> dict:
+    """The record docs/results/speed_allennlp.json of one timed run's ``summary`` (main's JSON line)."""
+    import result_record
+
+    shapes, rows = {}, []
+    for size, e in summary["sizes"].items():
+        options = bench_bilm.preset(size)
+        shapes[size] = result_record.options_shape(options)
+        lstm = options["lstm"]
+        rows.append({"model": f"{size} (LSTM {lstm['dim']}/{lstm['projection_dim']}, "
+                              f"{sum(n for _, n in options['char_cnn']['filters'])} char filters)",
+                     "allennlp_tok_s": round(e["allennlp_tokens_per_s"], 1),
+                     "spacy_elmo_tok_s": round(e["ours_tokens_per_s"], 1), "ratio": round(e["ratio"], 1),
+                     "peak_rss_mib": {"allennlp": round(e["allennlp_peak_rss_mib"]),
+                                      "spacy_elmo": round(e["ours_peak_rss_mib"])},
+                     "max_abs_diff": e["max_abs_diff"], "outputs_allclose": e["outputs_allclose"]})
+    return {"what": "Inference speed and peak memory of AllenNLP 2.10.1's _ElmoBiLm and spacy-elmo's BiLM on the "
+                    "same random-weight models and workload, one process per side, AllenNLP first, size by size",
+            "model": result_record.random_model(shapes, std=summary["std"],
+                                          made_by="benchmarks/bench_bilm.py (seeded, as make_weights.py)"),
+            "machine": result_record.machine(threads=2),
+            "code_path": "spacy-elmo: BiLM.embed_sentences, float32; char CNN once per distinct token as im2col "
+                         "GEMMs on pre-packed oneDNN weights (bilm/char_cnn.py); LSTM OneDnnPath "
+                         "(bilm/lstm_paths.py). AllenNLP: _ElmoBiLm in eager float32 torch",
+            "command": result_record.command("benchmarks/compare_allennlp.py", argv),
+            "workload": "the first 200 UD EWT dev sentences, 4,007 words, batches of 32",
+            "gemm_2048_gflops": summary["gemm_ceiling_gflops"], "runs": summary["runs"], "rows": rows}
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sizes", nargs="*", default=["original", "small"])
     ap.add_argument("--runs", type=int, default=2, help="timed passes per side; 0: compare outputs only")
@@ -44,7 +75,10 @@ def main():
     ap.add_argument("--venv", default=os.path.expanduser("~/.cache/elmo-anchor/venv"))
     ap.add_argument("--models", default=os.path.expanduser("~/.cache/elmo-anchor"))
     ap.add_argument("--out-dir", default=None, help="where the dumps go (default: a temporary folder)")
-    a = ap.parse_args()
+    ap.add_argument("--out", help="also write the record here (docs/results/speed_allennlp.json)")
+    a = ap.parse_args(argv)
+    if a.out and (not a.runs or set(a.sizes) - {"original", "small"}):
+        ap.error("--out records timed runs (--runs > 0) of the sizes original and small")
     anchor_py = os.path.join(a.venv, "bin", "python")
     if not os.path.isfile(anchor_py):
         sys.exit(f"no AllenNLP venv at {a.venv}: bash {ANCHOR}/setup.sh {a.venv}")
@@ -89,6 +123,10 @@ def main():
         summary["sizes"][size] = entry
         print("   " + cmp.stdout.strip().replace("\n", "\n   "))
     print(json.dumps(summary))
+    if a.out:
+        import result_record
+
+        result_record.write(a.out, record(summary, argv if argv is not None else sys.argv[1:]))
     return 0 if ok else 1
 
 

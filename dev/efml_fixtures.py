@@ -5,8 +5,9 @@ spacy-elmo; ``elmoformanylangs`` 0.0.4.post2 fails at import with a current ``ov
 
     python -m venv /tmp/efml-venv
     /tmp/efml-venv/bin/pip install torch==2.13.0+cpu --extra-index-url https://download.pytorch.org/whl/cpu \
-        elmoformanylangs==0.0.4.post2 overrides==3.1.0
-    /tmp/efml-venv/bin/python dev/efml_fixtures.py tests/data/efml
+        elmoformanylangs==0.0.4.post2 overrides==3.1.0 h5py tqdm
+    PYTHONPATH=$PWD /tmp/efml-venv/bin/python dev/efml_fixtures.py tests/data/efml \
+        [--record docs/results/efml_statefulness.json]
 
 For each model of ``MODELS`` it builds the reference ``Model`` (``ConvTokenEmbedder`` +
 ``ElmobiLm``) with that package's classes, sets every parameter from a seeded N(0, std^2)
@@ -18,13 +19,22 @@ with words), ``token_embedder.pkl``, ``encoder.pkl``. Then it loads the director
 ``sentences.json`` from its FIRST ``sents2elmo(..., output_layer=-2)`` call, in one batch (so every
 LSTM starts from zeros), keys ``"0"``, ``"1"``, ... (float32, (n_layers + 1, n_tokens, 2 * P)).
 
-``statefulness.json`` records, per model, how far that package's later calls drift from the first
-one (max abs difference over every layer): a second call on the same sentences, and a call with
-``batch_size=1``.
+``--record PATH`` (``docs/results/efml_statefulness.json``) records how far that package's later
+calls drift from that first one (max abs difference over every layer and sentence): per fixture,
+a second call of the same ``Embedder`` on the same sentences and a first call with
+``batch_size=1``; and for a full-size model (``benchmarks/bench_efml.py``'s: the standard config,
+150,000 words, random N(0, 0.02^2) weights, ``--full-size-sentences`` of its sentences; 0 leaves
+it out), a second call and a first call in its default batches of 64. The package shuffles the
+order of its batches with Python's ``random``, so each call is made after ``random.seed(s)``:
+seed 0, and for ``batch_size=1`` the largest drift over ``--seeds`` seeds (the list is kept).
+Each row also holds ``spacy_elmo_max_abs_diff``: how far spacy-elmo's ``BiLM.embed_sentences`` of
+the converted model (``spacy_elmo.convert``, batches of 3 and 64) is from that first call.
 """
+import argparse
 import codecs
 import json
 import os
+import random
 import sys
 
 import numpy
@@ -133,33 +143,118 @@ def max_diff(a, b) -> float:
     return float(max(numpy.abs(x - y).max() for x, y in zip(a, b)))
 
 
-def expected(directory: str):
+def first_call(directory: str, sentences: list) -> list:
+    """That package's layers of ``sentences`` from the first call of a fresh ``Embedder`` with
+    all of them in one batch (every LSTM starts from zeros)."""
     from elmoformanylangs import Embedder
 
-    first = Embedder(directory, batch_size=64).sents2elmo(SENTENCES, output_layer=-2)
-    numpy.savez_compressed(os.path.join(directory, "expected.npz"),
-                           **{str(i): numpy.asarray(a, dtype=numpy.float32) for i, a in enumerate(first)})
+    return Embedder(directory, batch_size=max(64, len(sentences))).sents2elmo(sentences, output_layer=-2)
+
+
+def seeded_call(embedder, sentences: list, seed: int) -> list:
+    random.seed(seed)  # the package shuffles its batches' order with Python's random
+    return embedder.sents2elmo(sentences, output_layer=-2)
+
+
+def drift(directory: str, sentences: list, first: list, seeds: list, single: bool = True) -> dict:
+    """Max abs differences from ``first``: the second call of an ``Embedder`` (batches of 64), its
+    first call in batches of 64, and (``single``) first calls with ``batch_size=1`` per seed."""
+    from elmoformanylangs import Embedder
+
     again = Embedder(directory, batch_size=64)
-    again.sents2elmo(SENTENCES, output_layer=-2)
-    second = again.sents2elmo(SENTENCES, output_layer=-2)
-    single = Embedder(directory, batch_size=1).sents2elmo(SENTENCES, output_layer=-2)
-    return {"second_call": max_diff(first, second), "batch_size_1": max_diff(first, single)}
+    out = {"batch_size_64_first_call": max_diff(first, seeded_call(again, sentences, 0))}
+    out["second_call"] = max_diff(first, seeded_call(again, sentences, 0))
+    if single:
+        by_seed = [max_diff(first, seeded_call(Embedder(directory, batch_size=1), sentences, seed)) for seed in seeds]
+        out.update(batch_size_1=max(by_seed), batch_size_1_by_seed=by_seed)
+    return out
 
 
-def main(out: str) -> None:
+def ours(directory: str, sentences: list, first: list) -> float:
+    """Max abs difference of spacy-elmo's layers of the converted model from ``first``, over
+    batches of 3 and of 64 (spacy_elmo needs torch, numpy and h5py only)."""
+    import tempfile
+
+    from spacy_elmo.bilm import BiLM
+    from spacy_elmo.convert import convert
+
+    with tempfile.TemporaryDirectory() as tmp:
+        convert(directory, tmp)
+        bilm = BiLM.from_pretrained(tmp)
+        return max(max_diff(first, bilm.embed_sentences(sentences, batch_size=b)) for b in (3, 64))
+
+
+def full_size(n_sentences: int, seeds: list) -> dict:
+    """The drift of benchmarks/bench_efml.py's full-size model on its first ``n_sentences``."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks"))
+    import tempfile
+
+    import bench_efml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sents = bench_efml.sentences(bench_efml.build(tmp, 5000, 150_000, 0.02), n_sentences)
+        first = first_call(tmp, sents)
+        row = drift(tmp, sents, first, seeds, single=False)
+        row["spacy_elmo_max_abs_diff"] = ours(tmp, sents, first)
+    return {"model": "full size", "sentences": n_sentences, **row}
+
+
+def record(rows: list, seeds: list, argv: list) -> dict:
+    """The statefulness record (model: random weights with their shapes; the CPU; no date)."""
+    from importlib.metadata import version
+
+    from spacy_elmo.bilm.cpu_budget import cpu_name
+
+    shapes = {name: (f"{cnn['activation']} char CNN, filters {cnn['filters']} ({len(cnn['filters'])} widths, "
+                     f"{sum(n for _, n in cnn['filters'])} filters), {cnn['n_highway']} highway(s), "
+                     f"{word_dim}-dim words; LSTM {encoder['n_layers']} layer(s) of {encoder['dim']} cells, "
+                     f"projection {encoder['projection_dim']}; N(0, {std}^2)")
+              for name, (cnn, encoder, word_dim, std, _) in MODELS.items()}
+    if any(row["model"] == "full size" for row in rows):
+        shapes["full size"] = ("cnn_50_100_512_4096_sample.json (7 filter widths, 2048 filters, 2 highways, 4096 "
+                               "cells, projection 512, 2 layers, 100-dim words), 150,000 words, 5,000 characters; "
+                               "N(0, 0.02^2)")
+    return {"what": "ELMoForManyLangs' Embedder carries each batch row's LSTM states into the next batch and "
+                    "call: max abs difference (every layer and sentence) from its first call with all sentences "
+                    "in one batch",
+            "model": {"name": "random weights", "shapes": shapes},
+            "machine": {"cpu": cpu_name(), "torch": torch.__version__, "threads": torch.get_num_threads()},
+            "reference": f"elmoformanylangs {version('elmoformanylangs')}",
+            "command": "python dev/efml_fixtures.py " + " ".join(argv),
+            "batch_sizes": [64, 1], "batch_order_seeds": seeds, "rows": rows}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", nargs="?", default="tests/data/efml")
+    ap.add_argument("--record", help="write the statefulness record here (docs/results/efml_statefulness.json)")
+    ap.add_argument("--seeds", type=int, default=5, help="batch orders tried with batch_size=1")
+    ap.add_argument("--full-size-sentences", type=int, default=120, help="0: no full-size row")
+    args = ap.parse_args(argv)
+    out, seeds = args.out, list(range(args.seeds))
+    torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sentences.json"), "w", encoding="utf-8") as f:
         json.dump(SENTENCES, f, ensure_ascii=False, indent=0)
-    drift = {}
+    rows = []
     for name, spec in MODELS.items():
         directory = os.path.join(out, name)
         build(directory, name, spec)
-        drift[name] = expected(directory)
-        print(name, drift[name])
-    with open(os.path.join(out, "statefulness.json"), "w") as f:
-        json.dump(drift, f, indent=1, sort_keys=True)
-        f.write("\n")
+        first = first_call(directory, SENTENCES)
+        numpy.savez_compressed(os.path.join(directory, "expected.npz"),
+                               **{str(i): numpy.asarray(a, dtype=numpy.float32) for i, a in enumerate(first)})
+        if args.record:
+            rows.append({"model": name, "sentences": len(SENTENCES), **drift(directory, SENTENCES, first, seeds),
+                         "spacy_elmo_max_abs_diff": ours(directory, SENTENCES, first)})
+            print(rows[-1])
+    if args.record:
+        if args.full_size_sentences:
+            rows.append(full_size(args.full_size_sentences, seeds))
+            print(rows[-1])
+        with open(args.record, "w", encoding="utf-8") as f:
+            json.dump(record(rows, seeds, argv if argv is not None else sys.argv[1:]), f, indent=1)
+            f.write("\n")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/data/efml")
+    main()

@@ -17,6 +17,8 @@
 
 Both runs of a part happen in one process. The bfloat16 path needs a CPU with AVX512-BF16 or
 AMX (elsewhere it falls back to float32 with a warning, and the deviation is 0).
+``--out PATH`` also writes the record docs/results/precision_quality.json (the model's name,
+lineage tokens and weights sha256, the CPU, each layer's smallest cosine, the tagger's scores).
 """
 import argparse
 import json
@@ -28,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.join(HERE, "..")
 sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
 from shared_data import ewt_path  # noqa: E402  (dev/shared_data.py, beside this script)
 
@@ -101,6 +104,30 @@ def tagger(path, dev_spacy):
     return out
 
 
+def record(res: dict, argv) -> dict:
+    """The record docs/results/precision_quality.json of one run's ``res`` (main's JSON)."""
+    import result_record
+
+    dev = res["deviation"]
+    out = {"what": "bfloat16 against float32 layers of a trained biLM, and a tagger on it in both precisions",
+           "model": result_record.model_identity(dev["model"]),
+           "machine": result_record.machine(threads=res["threads"], bf16=res["bf16_capability"]),
+           "code_path": f"BiLM(precision='bfloat16') (ran as {dev['effective']}): OneDnnBf16Path; float32: OneDnnPath",
+           "command": result_record.command("dev/precision_check.py", argv),
+           "data": f"{dev['sentences']:,} sentences of {os.path.basename(dev['conllu'])}, {dev['tokens']:,} tokens",
+           "min_cosine": {f"layer_{x['layer']}": round(x["min"], 6) for x in dev["layers"]},
+           f"tokens_below_{BOUND}": sum(x["below_bound"] for x in dev["layers"]),
+           "bound": {"min_cosine": BOUND, "note": f"the bound checked: every token's cosine at least {BOUND} on "
+                                                   "every layer"}}
+    if "tagger" in res:
+        t = res["tagger"]
+        out["tagger"] = {"pipeline": os.path.relpath(t["pipeline"], REPO),
+                         "tag_acc_float32": round(100 * t["float32"]["tag_acc"], 3),
+                         "tag_acc_bfloat16": round(100 * t["bfloat16"]["tag_acc"], 3),
+                         "tokens_changed": t["tags_differing"], "tokens": t["tokens"]}
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", nargs="?", default=None, help="packaged name or model directory (default en_elmo_small)")
@@ -110,6 +137,7 @@ def main(argv=None):
     ap.add_argument("--dev-spacy", default=os.path.join(REPO, "corpus", "ewt", "dev.spacy"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="also write the record here (docs/results/precision_quality.json)")
     a = ap.parse_args(argv)
 
     import torch
@@ -121,8 +149,13 @@ def main(argv=None):
     res = dict(cpu=cpu_name(), bf16_capability=cpu_bf16_capability() or "none", torch=torch.__version__,
                threads=torch.get_num_threads())
     res["deviation"] = dev = deviation(a.model or DEFAULT_MODEL, read_words(a.conllu, a.sentences))
+    dev["conllu"] = a.conllu
     if a.tagger != "none" and os.path.isdir(a.tagger):
         res["tagger"] = tagger(a.tagger, a.dev_spacy)
+    if a.out:
+        import result_record
+
+        result_record.write(a.out, record(res, argv if argv is not None else sys.argv[1:]))
     if a.json:
         print(json.dumps(res))
         return 0

@@ -13,10 +13,14 @@ variables say now. Writes
 - PLOTS_DIR/dev_scores.png: dev score, baseline vs ELMo, per task;
 - PLOTS_DIR/layer_weights.png: s_0, s_1, s_2 and gamma of each ELMo component side by side.
 Missing runs are left out (and listed), so the report works on part of the runs.
+``--record PATH`` also writes the table as a result record (JSON: per task the baseline, ELMo and
+gain in points, the ELMo biLM's name, lineage tokens and weights sha256, the runs' settings, the
+CPU; the maintainers keep theirs as docs/results/full_data.json).
 """
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -278,6 +282,39 @@ def plot_layer_weights(runs: List[Dict], path: Path) -> bool:
     return True
 
 
+DATA = {"tagger-ewt": "UD English-EWT, UPOS accuracy", "ner-conll": "CoNLL-2003, F1", "ner-wnut": "WNUT-17, F1"}
+
+
+def record(runs: List[Dict], elmo_model: str, command: str) -> Dict:
+    """The result record of ``runs`` (load_runs): per task with both runs, baseline, ELMo and
+    their difference (dev scores x 100, 2 decimals); the ELMo biLM; the settings; this CPU."""
+    import torch
+
+    from spacy_elmo.bilm.cpu_budget import cpu_name, usable_cpus
+    from spacy_elmo.bilm.integrity import sha256
+    from spacy_elmo.hub.resolve import resolve
+
+    folder = Path(elmo_model) if Path(elmo_model).is_dir() else Path(resolve(elmo_model))
+    training = (_read_json(folder / "meta.json") or {}).get("training") or {}
+    by_task = {}
+    for run in runs:
+        by_task.setdefault(run["task"], {})[run["config"]] = run
+    rows = []
+    for task, pair in by_task.items():
+        if {"baseline", "ELMo"} <= set(pair) and None not in (dev_score(pair["baseline"]), dev_score(pair["ELMo"])):
+            base, elmo = (round(100 * dev_score(pair[c]), 2) for c in ("baseline", "ELMo"))
+            rows.append({"component": pair["ELMo"]["component"], "data": DATA[task], "baseline": base, "elmo": elmo,
+                         "gain": round(elmo - base, 2)})
+    settings = {run["name"]: run["settings"] for run in runs if run.get("settings")}
+    return {"what": "ELMo (frozen biLM) against spaCy's tok2vec, dev scores (spacy evaluate), one run each",
+            "model": {"name": folder.name,
+                      "lineage_tokens": training.get("lineage_tokens", training.get("tokens_seen")),
+                      "weights_sha256": sha256(str(folder / "weights.hdf5"))},
+            "command": command, "settings": settings,
+            "machine": {"cpu": cpu_name(), "cores": len(usable_cpus()[0]), "torch": torch.__version__},
+            "rows": rows}
+
+
 def report(metrics_dir: Path, report_path: Path, plots_dir: Path, title: str = "spacy-elmo: ELMo vs spaCy's tok2vec",
            elmo_model: Optional[str] = None, training_dir: Optional[Path] = None,
            expected: Optional[List[str]] = None) -> str:
@@ -315,9 +352,17 @@ def main() -> None:
                         help="where the runs' trained pipelines are (<dir>/<run>/model-best), to report their settings")
     parser.add_argument("--runs", nargs="+", default=None, metavar="RUN",
                         help="the runs this workflow makes (default: all); others are not reported as missing")
+    parser.add_argument("--record", type=Path, default=None, help="also write the table as a result record (JSON)")
     args = parser.parse_args()
     print(report(args.metrics_dir, args.report_path, args.plots_dir, args.title, args.elmo_model, args.training_dir,
                  args.runs))
+    if args.record:
+        if not args.elmo_model:
+            parser.error("--record names the ELMo biLM: give --elmo-model")
+        result = record(load_runs(args.metrics_dir, args.training_dir), args.elmo_model,
+                        "python scripts/report.py " + " ".join(sys.argv[1:]))
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from spacy_elmo.bilm import BiLM
+from spacy_elmo.bilm.sizes import BYTES_PER_VALUE, MAX_PARAMS, n_params
 from spacy_elmo.errors import ElmoConfigError
 from spacy_elmo.hub import cache, catalog, load_bilm
 
@@ -46,6 +47,37 @@ def test_the_page_lists_the_catalog():
     shapes = _table(PAGE.read_text(encoding="utf-8"), "| name | shape (AllenNLP) |")
     assert [[r[0], r[1], r[2]] for r in shapes] == [[f"`{e.name}`", e.shape, str(2 * e.projection_dim)]
                                                     for e in catalog.CATALOG.values() if e.format == catalog.BILM_TF]
+
+
+def official_options(entry) -> dict:
+    """The options.json of an official bilm-tf model, from its catalog entry: AllenNLP's shape name
+    gives the highway count (``_1xhighway``); every official model has 2 biLSTM layers, 16-dim
+    character embeddings over 262 ids and the 2048 filters of widths 1-7 (Peters et al. 2018)."""
+    highways = int(re.search(r"_(\d)xhighway", entry.shape).group(1))
+    return {"lstm": {"dim": entry.lstm_dim, "projection_dim": entry.projection_dim, "n_layers": 2},
+            "char_cnn": {"embedding": {"dim": 16}, "n_highway": highways, "n_characters": 262,
+                         "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]}}
+
+
+def test_the_sizes_on_the_page_are_those_the_shapes_give():
+    """The parameter counts and weights.hdf5 sizes of docs/models.md (both tables) and the
+    catalog's size_mb are computed from each model's shape (``bilm.sizes.n_params``; the size is
+    parameters x 4 bytes), and the load limit the page quotes is 4x the original model's count."""
+    text = PAGE.read_text(encoding="utf-8")
+    rows = {r[0]: r for r in _table(text, "| name | shape (AllenNLP) |")}
+    catalog_rows = {r[0]: r for r in _table(text, "| name | format | language |")}
+    counts = {}
+    for e in catalog.CATALOG.values():
+        if e.format != catalog.BILM_TF:
+            continue
+        n = counts[e.name] = n_params(official_options(e))
+        size = f"~{round(BYTES_PER_VALUE * n / 1e6)} MB"
+        assert rows[f"`{e.name}`"][3:] == [f"{n / 1e6:.1f} M", size], e.name
+        assert catalog_rows[f"`{e.name}`"][3] == size and e.size_mb == round(BYTES_PER_VALUE * n / 1e6), e.name
+    assert counts == {"elmo-small": 13_593_296, "elmo-medium": 28_027_728, "elmo-original": 93_600_848,
+                      "elmo-original-5.5b": 93_600_848}
+    assert MAX_PARAMS == 4 * counts["elmo-original"]
+    assert f"above {MAX_PARAMS:,} (4x the original ELMo's {counts['elmo-original']:,})" in " ".join(text.split())
 
 
 def test_every_entry_is_complete_and_downloadable():

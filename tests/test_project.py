@@ -315,6 +315,26 @@ def test_report_on_fake_metrics(tmp_path):
         assert f"](../plots/{png})" in text
 
 
+def test_report_writes_its_table_as_a_result_record(tmp_path):
+    """scripts/report.py --record: the dev scores x 100 of each task with both runs, the gain, the
+    ELMo biLM by name, lineage tokens and weights sha256, the CPU: a record as tests/test_results.py
+    wants them (docs/results/full_data.json is one)."""
+    from test_results import shipped_identity, test_every_record_names_its_model_and_cpu_and_no_date as check
+
+    report = _script("report")
+    _fake_metrics(tmp_path / "metrics")
+    (tmp_path / "metrics" / "ner-wnut-elmo.json").unlink()  # a task without both runs has no row
+    got = report.record(report.load_runs(tmp_path / "metrics"), "en_elmo_small", "python scripts/report.py x")
+    scores = {p.stem: srsly.read_json(p) for p in (tmp_path / "metrics").glob("*.json") if ".mixes" not in p.name}
+    assert [r["data"] for r in got["rows"]] == ["UD English-EWT, UPOS accuracy", "CoNLL-2003, F1"]
+    tagger = got["rows"][0]
+    assert tagger["baseline"] == round(100 * scores["tagger-ewt-base"]["tag_acc"], 2)
+    assert tagger["gain"] == round(tagger["elmo"] - tagger["baseline"], 2)
+    assert {k: got["model"][k] for k in ("lineage_tokens", "weights_sha256")} == shipped_identity()
+    srsly.write_json(tmp_path / "full_data.json", got)
+    check(tmp_path / "full_data.json")
+
+
 def test_report_with_some_runs_missing(tmp_path):
     pytest.importorskip("matplotlib")
     report = _script("report")

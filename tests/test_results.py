@@ -2,15 +2,17 @@
 they were measured with.
 
 A page quotes a record between ``<!-- record: PATH -->`` and ``<!-- end: record -->``. Every
-decimal number in that block (``94.55``, ``+2.22``, ``90.4M``, ``4.9x``), every integer written
-with thousands separators (``5,975``) and every number in a table row must be a value of the
+decimal number in that block (``94.55``, ``+2.22``, ``90.4M``, ``4.9x``), every number in
+scientific notation (``2.4e-7``, ``1e-6``), every integer written with thousands separators
+(``5,975``) and every number in a table row must be a value of the
 record (a number, or a number inside one of its strings), rounded as shown. Every record names
-its model (``model``: name, lineage tokens, weights sha256; or ``random weights`` with their
-shapes), its machine (``machine.cpu``, which the block names in words) and no date; a speed
-record (``speed_*.json``) names its code path. A block quoting a record of weights other than the
-shipped ``en_elmo_small``'s must say so in words ("not the shipped model"), one of random
-weights must say "random". The model card and the README's model table are written from the
-model's own meta.json (``dev/model_card.py``).
+its model (``model``: the shipped ``en_elmo_small`` by name, lineage tokens and weights sha256;
+another model by name and weights sha256; or ``random weights`` with their shapes), or a list of
+such models when it measured several, its machine (``machine.cpu``, which the block names in
+words) and no date; a speed record (``speed_*.json``) names its code path. A block quoting a
+record of weights other than the shipped ``en_elmo_small``'s must say so in words ("not the
+shipped model"), one of random weights must say "random". The model card and the README's
+model table are written from the model's own meta.json (``dev/model_card.py``).
 """
 import json
 import re
@@ -23,9 +25,10 @@ from helpers import REPO, load_script
 BLOCK = re.compile(r"<!-- record: (\S+) -->\n(.*?)<!-- end: record -->", re.S)
 # a decimal (x: a ratio, M: millions), an integer with thousands separators, any integer
 NUMBER = re.compile(r"(?<![\w.,])[+-]?(\d{1,3}(?:,\d{3})+\.\d+|\d+\.\d+)(M?)x?(?!\w|\.\d)")
+SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)e([+-]?\d+)(?!\w|\.\d)")
 GROUPED = re.compile(r"(?<![\w.,+-])(\d{1,3}(?:,\d{3})+)(?![\w-]|[.,]\d)")
 INTEGER = re.compile(r"(?<![\w.,+-])(\d+)(?![\w-]|[.,]\d)")
-ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+ANY_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 SAYS_SO = "not the shipped model"
 RANDOM = "random weights"
@@ -52,6 +55,9 @@ def _quoted(block: str):
     for m in NUMBER.finditer(block):
         digits = m.group(1).replace(",", "")
         yield m.group(0), digits, len(digits.split(".")[1]), 1e6 if m.group(2) else 1.0
+    for m in SCIENTIFIC.finditer(block):
+        mantissa = m.group(1)
+        yield m.group(0), mantissa, len(mantissa.split(".")[1]) if "." in mantissa else 0, 10.0 ** int(m.group(2))
     for m in GROUPED.finditer(block):
         yield m.group(0), m.group(1).replace(",", ""), 0, 1.0
     for row in re.findall(r"^\|.*\|$", block, re.M):
@@ -67,6 +73,12 @@ def unquoted(block: str, values: list) -> list:
 
 def blocks(page: str):
     return [(path, text) for path, text in BLOCK.findall((REPO / page).read_text(encoding="utf-8"))]
+
+
+def models_of(record: dict) -> list:
+    """The record's ``model``, as a list (a record of several models holds a list)."""
+    model = record["model"]
+    return model if isinstance(model, list) else [model]
 
 
 def model_of(path: Path) -> dict:
@@ -95,11 +107,12 @@ def check_quote(record: dict, name: str, text: str, shipped: dict) -> None:
     words = " ".join(text.split())
     cpu = record["machine"]["cpu"]
     assert cpu in words, f"{name} was measured on an {cpu}: the page must name that CPU"
-    if record["model"].get("name") == RANDOM:
-        assert "random" in words, f"{name} was measured on random weights: the page must say so"
-    elif record["model"]["weights_sha256"] != shipped["weights_sha256"]:
-        assert SAYS_SO in words, (
-            f"{name} was measured with other weights than the shipped model's: the page must say '{SAYS_SO}'")
+    for model in models_of(record):
+        if model.get("name") == RANDOM:
+            assert "random" in words, f"{name} was measured on random weights: the page must say so"
+        elif model["weights_sha256"] != shipped["weights_sha256"]:
+            assert SAYS_SO in words, (
+                f"{name} was measured with other weights than the shipped model's: the page must say '{SAYS_SO}'")
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -122,13 +135,16 @@ def test_the_readme_quotes_its_tables_from_records():
 @pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.name)
 def test_every_record_names_its_model_and_cpu_and_no_date(path):
     record = json.loads(path.read_text(encoding="utf-8"))
-    model = record["model"]
-    if model.get("name") == RANDOM:
-        assert model["shapes"], "a record of random weights names their shapes"
-    else:
-        assert model.get("model", model.get("name")) == "en_elmo_small"
-        assert isinstance(model["lineage_tokens"], int) and model["lineage_tokens"] > 0
+    assert models_of(record), f"{path.name}: a record names its model"
+    for model in models_of(record):
+        name = model.get("model", model.get("name"))
+        if name == RANDOM:
+            assert model["shapes"], "a record of random weights names their shapes"
+            continue
+        assert isinstance(name, str) and name, f"{path.name}: a model is named"
         assert re.fullmatch(r"[0-9a-f]{64}", model["weights_sha256"])
+        if name == "en_elmo_small":
+            assert isinstance(model["lineage_tokens"], int) and model["lineage_tokens"] > 0
     assert isinstance(record["machine"]["cpu"], str) and record["machine"]["cpu"]
     assert not DATE.search(path.read_text(encoding="utf-8")), f"{path.name}: a record carries no date"
     if path.name.startswith("speed_"):
@@ -168,8 +184,16 @@ def test_a_wrong_number_another_model_or_cpu_without_saying_so_fails():
     with pytest.raises(AssertionError, match="random weights: the page must say so"):
         check_quote(random, "r", f"gain +2.22 {cpu}", shipped)
     check_quote(random, "r", f"gain +2.22 on random-weight models {cpu}", shipped)
+    both = {**record, "model": [other["model"], random["model"]]}  # a record of two models: both said
+    for text in (f"gain +2.22 (random weights) {cpu}", f"gain +2.22 ({SAYS_SO}) {cpu}"):
+        with pytest.raises(AssertionError, match="must say"):
+            check_quote(both, "r", text, shipped)
+    check_quote(both, "r", f"gain +2.22 (random weights and a model that is {SAYS_SO}) {cpu}", shipped)
     assert unquoted("90.4M tokens, v2.16, torch 2.13.0", [90373880.0]) == []
     assert unquoted("none below 0.999.", [0.99979]) == ["0.999"]  # a number ending a sentence is checked
+    assert unquoted("| 1.8e-7 | to 1e-6, 2e-10. |", [1.7881393e-07, 1e-06, 2e-10]) == []
+    assert unquoted("| 1.9e-7 | 2e-9 |", [1.7881393e-07, 2e-10]) == ["1.9e-7", "2e-9"]
+    assert record_values({"parity": "hold to 1e-6 (3,000 runs)"}) == [1e-06, 3000.0]
 
 
 def test_the_model_card_and_the_readme_model_table_are_what_meta_json_gives():
