@@ -10,7 +10,7 @@ own outputs stored there by ``make_reference.py`` (``{model}/stateful/{call}/rep
 two calls of its call sequence, the same four sentences, its scalar mix) and records the max abs
 difference of the second call from the first, over every position (padding is zero in both), as
 ``allennlp``. It then runs the same calls through ``spacy_elmo.allennlp.Elmo(stateful=True)`` on
-this machine, records that difference as ``reproduced``, and the largest difference of any of
+the local CPU, records that difference as ``reproduced``, and the largest difference of any of
 those outputs from AllenNLP's as ``from_allennlp`` (so the record shows the reproduction is
 AllenNLP's number). One torch thread. Raises SystemExit naming the file when the reference data or the shared
 fixture is missing.
