@@ -180,7 +180,8 @@ def score(kv) -> dict:
         pearson, spearman, oov = kv.evaluate_word_pairs(path, restrict_vocab=len(kv), case_insensitive=True)
         pairs = sum(1 for line in open(path, encoding="utf-8") if line.strip() and not line.startswith("#"))
         out[name] = {"spearman": round(float(spearman[0]), 4), "pearson": round(float(pearson[0]), 4),
-                     "coverage": round(1 - oov / 100, 4), "pairs": pairs}
+                     "coverage": round(1 - oov / 100, 4), "pairs": pairs,
+                     "covered_pairs": pairs - round(oov * pairs / 100)}
     return out
 
 
@@ -307,6 +308,17 @@ def distil_vs_embed(args, text, rounds: int = 2) -> dict:
     med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
     return {"rounds": rows, "median": med, "ratio_contexts_pass": med["distil_contexts_pass"] / med["embed"],
             "ratio_both_passes": med["distil_both_passes"] / med["embed"]}
+
+
+def float32_wall(record: dict):
+    """The distillation's wall time at float32, from a run at another precision: its counting
+    pass, and its contexts pass scaled by the same-run ratio of the two precisions' tokens/s on
+    the speed text (None for a float32 run)."""
+    med, d = record["distil_vs_embed"]["median"], record["distil"]
+    if "distil_contexts_pass_float32" not in med:
+        return None
+    slower = med["distil_contexts_pass"] / med["distil_contexts_pass_float32"]
+    return d["seconds_count"] + d["seconds_contexts"] * slower
 
 
 # -- 5. projection --------------------------------------------------------------------------------
@@ -484,6 +496,7 @@ def main(argv=None):
     text, sentences = speed_text(args, paths)
     record["lookup"] = lookup_cost(bilm, d.words, views(d, p.n_layers)["average"], sentences, args.threads)
     record["distil_vs_embed"] = distil_vs_embed(args, text)
+    record["float32_wall_seconds"] = float32_wall(record)
     if args.max_lines:  # a slice: project the whole corpus; the whole corpus is measured in "distil"
         record["projection"] = projection(args, file_lines, tokens_path, paths,
                                           d.stats["tokens"] / tokenized["seconds"],
