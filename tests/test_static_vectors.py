@@ -184,9 +184,10 @@ def test_empty_corpus_is_one_line(tiny_model, tmp_path):
     (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
     code, line = cli(tiny_model.directory, tmp_path / "empty.txt", tmp_path / "out")
     assert code == 2 and line.startswith("error: ") and "contains no text" in line
-    assert not (tmp_path / "out").exists()
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]  # no out/, no out.partial/
     with pytest.raises(ElmoDataError):
         distil_vectors(tiny_model.directory, [str(tmp_path / "empty.txt")], str(tmp_path / "out"), progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]
 
 
 def test_no_word_reaching_min_count(tiny_model, tmp_path):
@@ -194,7 +195,20 @@ def test_no_word_reaching_min_count(tiny_model, tmp_path):
     code, line = cli(tiny_model.directory, corpus, tmp_path / "out", "--min-count", "3")
     assert code == 2 and line == ("error: no word reaches --min-count 3: the most frequent token, 'a', occurs 2 "
                                   "times; lower --min-count or give a larger corpus")
-    assert not (tmp_path / "out").exists()
+    assert sorted(os.listdir(tmp_path)) == ["c.txt"]  # no out/, no out.partial/
+
+
+def test_only_a_partial_folder_without_saved_work_is_removed(tmp_path):
+    """After an ElmoDataError, OUTPUT_DIR.partial/ goes only when it holds no saved work: a saved
+    vocabulary or state (a killed run's) stays for the re-run."""
+    for saved in (None, "vocab", "state"):
+        partial = run.Partial(str(tmp_path / f"out-{saved}"), {"the": "arguments"})
+        if saved == "vocab":
+            partial.save_vocab({"words": ["a"], "counts": [3], "records": 2, "tokens": 5, "types": 4})
+        elif saved == "state":
+            partial.save_state(numpy.ones((1, 1, 1)), numpy.ones(1, dtype=numpy.int64), {"position": 1})
+        partial.remove_if_unused()
+        assert os.path.isdir(partial.dir) == (saved is not None), saved
 
 
 @pytest.mark.parametrize("view, match", [

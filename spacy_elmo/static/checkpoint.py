@@ -62,3 +62,9 @@ class Partial:
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def remove_if_unused(self) -> None:
+        """Remove the folder when it holds no saved work (no vocab.json, no state.npz): a run
+        refused in its first pass (an empty corpus, no word reaching min_count) leaves nothing."""
+        if not any(os.path.isfile(self._path(name)) for name in ("vocab.json", "state.npz")):
+            self.remove()

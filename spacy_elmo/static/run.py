@@ -236,7 +236,11 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     postprocess.check(remove_top_d, p.dim)
     writer.check_output(output, [*p.paths, p.model_dir], overwrite)
     partial = Partial(output, p.args)
-    d = distil_means(p, batch_size, threads, progress, partial, checkpoint_every)
+    try:
+        d = distil_means(p, batch_size, threads, progress, partial, checkpoint_every)
+    except ElmoDataError:
+        partial.remove_if_unused()  # bad input found before any work was saved: no OUTPUT_DIR.partial/
+        raise
     table, post = postprocess.apply(d.means[:, 0], centre, remove_top_d)
     start = time.perf_counter()
     card = make_card(p, d, post, command)
