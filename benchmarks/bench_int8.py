@@ -42,6 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+from result_record import shipped_model  # noqa: E402
+
 import bench_bilm  # noqa: E402
 
 PRECISIONS = ("float32", "bfloat16", "int8")
@@ -151,17 +153,6 @@ def downstream(spec):
     return name, out
 
 
-def model_identity():
-    """The record's ``model``: the shipped en_elmo_small (name, lineage tokens, weights sha256)."""
-    d = os.path.join(REPO, "spacy_elmo", "models", "en_elmo_small")
-    with open(os.path.join(d, "meta.json"), encoding="utf-8") as f:
-        meta = json.load(f)
-    with open(os.path.join(d, "sha256.json"), encoding="utf-8") as f:
-        digests = json.load(f)
-    return {"name": "en_elmo_small", "lineage_tokens": meta["training"]["lineage_tokens"],
-            "weights_sha256": digests["weights.hdf5"]}
-
-
 def original_shape():
     """The original-size model's shape (bench_bilm.py's ``original`` preset), for the record."""
     options = bench_bilm.preset("original")
@@ -193,7 +184,7 @@ def main(argv=None):
     sents = bench_bilm.read_workload(a.conllu, a.sentences)
     threads = [int(t) for t in a.threads.split(",")]
     record = dict(what="float32 / bfloat16 / int8 biLM inference: tokens/s, per-token cosine to float32, RSS",
-                  model=model_identity(), command="python benchmarks/bench_int8.py " + " ".join(argv or sys.argv[1:]),
+                  model=shipped_model(), command="python benchmarks/bench_int8.py " + " ".join(argv or sys.argv[1:]),
                   machine=dict(cpu=cpu_name(), cpus=os.cpu_count(), torch=torch.__version__,
                                int8=cpu_int8_capability(), bf16=cpu_bf16_capability()),
                   shapes=dict(original=original_shape()),
