@@ -13,7 +13,8 @@ that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 core
 11.2M tokens in 71 minutes including its evaluations). Then, over all candidates, the
 least-squares slope of WiC dev accuracy against log2(tokens) (points per doubling of tokens) with
 its 95% interval (Student t, n - 2 degrees of freedom), for the top layer and the layer average.
-Then the data wall, per released stretch (:func:`stretches`): passes over the training corpus at
+Then the data wall, per stretch (:func:`stretches`: each release, and each stretch that ended
+unreleased, from the release it started from): passes over the training corpus at
 its end (``train_tokens_per_pass``), its held-out perplexity change per 10M tokens, the
 train / held-out perplexity ratio where measured (``dev/train_heldout_gap.py``), and whether the
 stop rule of dev/RELEASING.md (:func:`stop_rule`) has fired.
@@ -129,24 +130,41 @@ STOP_GAIN_PER_20M, STOP_STRETCHES, STOP_RATIO = 0.01, 3, 0.90
 
 
 def stretches(record) -> list:
-    """The released candidates in token order, each after the first as a stretch: dicts of
-    ``run``, ``tokens`` (lineage, at its end), ``passes`` (tokens / train_tokens_per_pass),
+    """The stretches in the record's (time) order: each released candidate, and each decayed
+    candidate that ended a stretch unreleased (``stretch_from``: the run number of the released
+    model it warm-started from; the next stretch starts from that model again). Dicts of ``run``,
+    ``released``, ``tokens`` (lineage, at its end), ``passes`` (tokens / train_tokens_per_pass),
     ``perplexity``, ``gain_per_10m`` (fractional held-out perplexity drop per 10M tokens of the
-    stretch, compounded: 1 - (ppl / ppl_before) ** (1e7 / tokens_in_stretch); None for the first)
-    and ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None)."""
+    stretch, compounded: 1 - (ppl / ppl_before) ** (1e7 / tokens_in_stretch); None for the first
+    release) and ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None)."""
     per_pass = record.get("train_tokens_per_pass")
     released = sorted((c for c in record["candidates"] if c.get("released")), key=lambda c: c["tokens"])
     out = []
-    for i, c in enumerate(released):
+    for c in record["candidates"]:
+        if not c.get("released") and c.get("stretch_from") is None:
+            continue
+        before = _start_of(c, released)
         gain = None
-        if i:
-            before = released[i - 1]
+        if before is not None:
             gain = 1 - (c["perplexity"] / before["perplexity"]) ** (1e7 / (c["tokens"] - before["tokens"]))
         ratios = [x["train_heldout_ratio"] for x in record["candidates"]
                   if x.get("train_heldout_ratio") and x["tokens"] <= c["tokens"]]
-        out.append({"run": c["run"], "tokens": c["tokens"], "passes": c["tokens"] / per_pass if per_pass else None,
-                    "perplexity": c["perplexity"], "gain_per_10m": gain, "ratio": min(ratios) if ratios else None})
+        out.append({"run": c["run"], "released": bool(c.get("released")), "tokens": c["tokens"],
+                    "passes": c["tokens"] / per_pass if per_pass else None, "perplexity": c["perplexity"],
+                    "gain_per_10m": gain, "ratio": min(ratios) if ratios else None})
     return out
+
+
+def _start_of(c, released):
+    """The released candidate a stretch started from: the release before a released one, the
+    one named by ``stretch_from`` for an unreleased one (None for the first release)."""
+    if c.get("released"):
+        earlier = [r for r in released if r["tokens"] < c["tokens"]]
+        return earlier[-1] if earlier else None
+    start = [r for r in released if r["run"] == c["stretch_from"]]
+    if not start:
+        raise ValueError(f"run {c['run']}: stretch_from = {c['stretch_from']!r} names no released run")
+    return start[-1]
 
 
 def stop_rule(rows) -> tuple:
@@ -172,7 +190,9 @@ def wall_lines(record) -> list:
         gain = f", {r['gain_per_10m']:.1%} perplexity drop per 10M tokens" if r["gain_per_10m"] is not None else ""
         ratio = f", train/held-out ratio {r['ratio']:.3f}" if r["ratio"] is not None else ""
         passes = f", {r['passes']:.2f} passes" if r["passes"] is not None else ""
-        lines.append(f"release run {r['run']}: {r['tokens'] / 1e6:.1f}M tokens{passes}, perplexity "
+        what = "release run" if r["released"] else "stretch run"
+        kept = "" if r["released"] else " (not released)"
+        lines.append(f"{what} {r['run']}{kept}: {r['tokens'] / 1e6:.1f}M tokens{passes}, perplexity "
                      f"{r['perplexity']:.2f}{gain}{ratio}")
     fired, reason = stop_rule(rows)
     lines.append(f"stop rule: fired: {reason}" if fired else f"stop rule: {reason}")

@@ -118,6 +118,25 @@ def test_stop_rule_fires_on_three_small_stretches_or_a_memorising_gap():
     assert fired and "0.850" in reason
 
 
+def test_a_stretch_that_ended_unreleased_counts_from_the_release_it_started_from():
+    wall = _wall()
+    record = _released((10e6, 100.0), (30e6, 81.0))
+    record["candidates"].append({**record["candidates"][1], "run": 9, "released": False, "stretch_from": 1,
+                                 "tokens": 50e6, "perplexity": 81.0 * 0.99})
+    rows = wall.stretches(record)
+    assert [(r["run"], r["released"]) for r in rows] == [(0, True), (1, True), (9, False)]
+    assert rows[2]["gain_per_10m"] == pytest.approx(1 - 0.99 ** 0.5)  # 1% over its own 20M tokens
+    assert any("stretch run 9 (not released)" in line for line in wall.wall_lines(record))
+    small = _released((10e6, 100.0), (30e6, 99.5))
+    for run, tokens in ((3, 50e6), (4, 50e6)):  # two more small stretches from the same release
+        small["candidates"].append({**small["candidates"][1], "run": run, "released": False, "stretch_from": 1,
+                                    "tokens": tokens, "perplexity": 99.0})
+    assert wall.stop_rule(wall.stretches(small))[0]
+    small["candidates"][-1]["stretch_from"] = 7
+    with pytest.raises(ValueError, match="stretch_from = 7 names no released run"):
+        wall.stretches(small)
+
+
 def test_the_record_gives_the_shipped_lineage_its_passes():
     wall = _wall()
     record = wall.load_record(str(REPO / "dev" / "default_model_candidates.json"))
