@@ -141,5 +141,6 @@ def test_the_record_gives_the_shipped_lineage_its_passes():
     wall = _wall()
     record = wall.load_record(str(REPO / "dev" / "default_model_candidates.json"))
     rows = wall.stretches(record)
-    assert [r["run"] for r in rows] == [1, 7, 8]
-    assert rows[-1]["passes"] == pytest.approx(135983076 / 29808129)
+    assert [r["run"] for r in rows] == [1, 7, 8, 9]
+    assert rows[-2]["passes"] == pytest.approx(135983076 / 29808129)
+    assert not rows[-1]["released"] and rows[-1]["passes"] == pytest.approx(151956911 / 29808129)
