@@ -199,6 +199,15 @@ def full_size(n_sentences: int, seeds: list) -> dict:
     return {"model": "full size", "sentences": n_sentences, **row}
 
 
+def _portable(arg: str) -> str:
+    """A command-line argument as a record shows it: an absolute path inside the repository made
+    relative to it, one outside it (a scratch folder) shown as ``OUT_DIR``."""
+    if not os.path.isabs(arg):
+        return arg
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.relpath(arg, root) if os.path.commonpath([arg, root]) == root else "OUT_DIR"
+
+
 def record(rows: list, seeds: list, argv: list) -> dict:
     """The statefulness record (model: random weights with their shapes; the CPU; no date)."""
     from importlib.metadata import version
@@ -220,7 +229,7 @@ def record(rows: list, seeds: list, argv: list) -> dict:
             "model": {"name": "random weights", "shapes": shapes},
             "machine": {"cpu": cpu_name(), "torch": torch.__version__, "threads": torch.get_num_threads()},
             "reference": f"elmoformanylangs {version('elmoformanylangs')}",
-            "command": "python dev/efml_fixtures.py " + " ".join(argv),
+            "command": "python dev/efml_fixtures.py " + " ".join(map(_portable, argv)),
             "batch_sizes": [64, 1], "batch_order_seeds": seeds, "rows": rows}
 
 
