@@ -14,7 +14,7 @@ that would take at ``--tokens-per-second`` (default 2,600: run 5 on 2 Zen 4 core
 least-squares slope of WiC dev accuracy against log2(tokens) (points per doubling of tokens) with
 its 95% interval (Student t, n - 2 degrees of freedom), for the top layer and the layer average.
 Then the data wall, per stretch (:func:`stretches`: each release, and each stretch that ended
-unreleased, from the release it started from): passes over the training corpus at
+unreleased, from the candidate it started from): passes over the training corpus at
 its end (``train_tokens_per_pass``), its held-out perplexity change per 10M tokens, the
 train / held-out perplexity ratio where measured (``dev/train_heldout_gap.py``), and whether the
 stop rule of dev/RELEASING.md (:func:`stop_rule`) has fired.
@@ -131,19 +131,19 @@ STOP_GAIN_PER_20M, STOP_STRETCHES, STOP_RATIO = 0.01, 3, 0.90
 
 def stretches(record) -> list:
     """The stretches in the record's (time) order: each released candidate, and each decayed
-    candidate that ended a stretch unreleased (``stretch_from``: the run number of the released
-    model it warm-started from; the next stretch starts from that model again). Dicts of ``run``,
+    candidate that ended a stretch unreleased (``stretch_from``: the run number of the candidate
+    its tokens count from: the released model it warm-started from, or an unreleased stretch whose
+    stable phase it continued from ``checkpoint-stable.pt``). Dicts of ``run``,
     ``released``, ``tokens`` (lineage, at its end), ``passes`` (tokens / train_tokens_per_pass),
     ``perplexity``, ``gain_per_10m`` (fractional held-out perplexity drop per 10M tokens of the
     stretch, compounded: 1 - (ppl / ppl_before) ** (1e7 / tokens_in_stretch); None for the first
-    release) and ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None)."""
+    release), ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None) and
+    ``own_ratio`` (the ratio measured on this candidate, or None)."""
     per_pass = record.get("train_tokens_per_pass")
-    released = sorted((c for c in record["candidates"] if c.get("released")), key=lambda c: c["tokens"])
+    ends = [c for c in record["candidates"] if c.get("released") or c.get("stretch_from") is not None]
     out = []
-    for c in record["candidates"]:
-        if not c.get("released") and c.get("stretch_from") is None:
-            continue
-        before = _start_of(c, released)
+    for c in ends:
+        before = _start_of(c, ends)
         gain = None
         if before is not None:
             gain = 1 - (c["perplexity"] / before["perplexity"]) ** (1e7 / (c["tokens"] - before["tokens"]))
@@ -151,26 +151,30 @@ def stretches(record) -> list:
                   if x.get("train_heldout_ratio") and x["tokens"] <= c["tokens"]]
         out.append({"run": c["run"], "released": bool(c.get("released")), "tokens": c["tokens"],
                     "passes": c["tokens"] / per_pass if per_pass else None, "perplexity": c["perplexity"],
-                    "gain_per_10m": gain, "ratio": min(ratios) if ratios else None})
+                    "gain_per_10m": gain, "ratio": min(ratios) if ratios else None,
+                    "own_ratio": c.get("train_heldout_ratio")})
     return out
 
 
-def _start_of(c, released):
-    """The released candidate a stretch started from: the release before a released one, the
-    one named by ``stretch_from`` for an unreleased one (None for the first release)."""
+def _start_of(c, ends):
+    """The candidate a stretch started from: the release before a released one; for an unreleased
+    one, the stretch end (released or not) named by ``stretch_from`` (None for the first release).
+    Raises ValueError when ``stretch_from`` names no earlier stretch end."""
     if c.get("released"):
-        earlier = [r for r in released if r["tokens"] < c["tokens"]]
+        earlier = sorted((r for r in ends if r.get("released") and r["tokens"] < c["tokens"]),
+                         key=lambda r: r["tokens"])
         return earlier[-1] if earlier else None
-    start = [r for r in released if r["run"] == c["stretch_from"]]
+    start = [r for r in ends if r["run"] == c["stretch_from"] and r["tokens"] < c["tokens"]]
     if not start:
-        raise ValueError(f"run {c['run']}: stretch_from = {c['stretch_from']!r} names no released run")
+        raise ValueError(f"run {c['run']}: stretch_from = {c['stretch_from']!r} names no earlier stretch end")
     return start[-1]
 
 
 def stop_rule(rows) -> tuple:
-    """(fired, reason) of dev/RELEASING.md's rule: the last STOP_STRETCHES stretches each gained
-    less than STOP_GAIN_PER_20M held-out perplexity per 20M tokens, or a train / held-out ratio
-    fell below STOP_RATIO (memorising: the model scores its seen text much better than new text)."""
+    """(fired, reason) of dev/RELEASING.md's rule (when not fired, the reason gives the last stretch's
+    gain): the last STOP_STRETCHES stretches each gained less than STOP_GAIN_PER_20M held-out
+    perplexity per 20M tokens, or a train / held-out ratio fell below STOP_RATIO (memorising: the
+    model scores its seen text much better than new text)."""
     gains = [r["gain_per_10m"] for r in rows if r["gain_per_10m"] is not None]
     per_20m = [1 - (1 - g) ** 2 for g in gains]
     if len(per_20m) >= STOP_STRETCHES and all(g < STOP_GAIN_PER_20M for g in per_20m[-STOP_STRETCHES:]):
@@ -178,8 +182,7 @@ def stop_rule(rows) -> tuple:
     low = [r["ratio"] for r in rows if r["ratio"] is not None and r["ratio"] < STOP_RATIO]
     if low:
         return True, f"train / held-out perplexity ratio {min(low):.3f} < {STOP_RATIO}"
-    last = f"{per_20m[-1]:.1%} per 20M tokens in the last stretch" if per_20m else "no stretch yet"
-    return False, f"not fired ({last})"
+    return False, f"{per_20m[-1]:.1%} per 20M tokens in the last stretch" if per_20m else "no stretch yet"
 
 
 def wall_lines(record) -> list:
@@ -195,7 +198,7 @@ def wall_lines(record) -> list:
         lines.append(f"{what} {r['run']}{kept}: {r['tokens'] / 1e6:.1f}M tokens{passes}, perplexity "
                      f"{r['perplexity']:.2f}{gain}{ratio}")
     fired, reason = stop_rule(rows)
-    lines.append(f"stop rule: fired: {reason}" if fired else f"stop rule: {reason}")
+    lines.append(f"stop rule: fired: {reason}" if fired else f"stop rule: not fired ({reason})")
     return lines
 
 

@@ -13,6 +13,7 @@ nothing is written; the exit status is 1 if a file differs from what would be wr
 (tests/test_results.py runs it).
 """
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Optional
@@ -21,6 +22,7 @@ import srsly
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "spacy_elmo" / "models" / "en_elmo_small"
+WALL_RECORD = ROOT / "dev" / "default_model_candidates.json"
 
 
 def lineage_tokens(meta: dict) -> int:
@@ -106,7 +108,7 @@ def _wic_table(meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def model_card(meta: dict, size_mb: float) -> str:
+def model_card(meta: dict, size_mb: float, wall: Optional[dict] = None) -> str:
     s, corpus, t = _shape(meta), meta["corpus"], meta["training"]
     files = "\n".join(f"- `{name}`: {f['lines']:,} lines, {f['tokens']:,} tokens"
                       for name, f in corpus["files"].items())
@@ -162,7 +164,7 @@ at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 - blind sense set (`tests/data/senses_blind.json`), top layer, nearest-neighbour sense accuracy:
   {senses.get('blind_1nn_mean', float('nan')):.3f} (mean of {len(senses.get('blind_1nn', {}))} words)
 
-## Demo: ELMo against spaCy's tok2vec
+{data_wall_block(meta, wall)}## Demo: ELMo against spaCy's tok2vec
 
 {demo_block(meta)}
 ## Limits
@@ -175,6 +177,56 @@ at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 - The char CNN reads the first 48 UTF-8 bytes of a token; longer tokens that agree on those bytes
   share layer 0. It was trained on sentences of at most 50 tokens; longer ones are cut into windows.
 {_speed(meta)}"""
+
+
+def load_wall(record_path: Path = WALL_RECORD) -> Optional[dict]:
+    """The data wall of the default model's lineage: ``{"rows": stretches, "fired": bool, "reason": str}``
+    from dev/compute_wall.py on the candidates record; None when the record is absent."""
+    if not record_path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("compute_wall", ROOT / "dev" / "compute_wall.py")
+    wall = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wall)
+    rows = wall.stretches(wall.load_record(str(record_path)))
+    fired, reason = wall.stop_rule(rows)
+    return {"rows": rows, "fired": fired, "reason": reason}
+
+
+def data_wall_block(meta: dict, wall: Optional[dict]) -> str:
+    """The card's section on passes over the corpus: one row per stage end and per later stretch of
+    the same shape, then whether the stop rule of dev/RELEASING.md has fired ('' without a record)."""
+    if not wall:
+        return ""
+    shipped, per_pass = lineage_tokens(meta), meta["corpus"]["train_tokens"]
+    lines = ["| tokens seen | passes | held-out perplexity | change per 10M tokens | train / held-out "
+             "perplexity | |", "|---:|---:|---:|---:|---:|---|"]
+    for r in wall["rows"]:
+        change = f"{-100 * r['gain_per_10m']:+.2f}%" if r["gain_per_10m"] is not None else ""
+        ratio = f"{r['own_ratio']:.3f}" if r["own_ratio"] else ""
+        what = "**this model**" if r["tokens"] == shipped else ("released" if r["released"] else "not released")
+        lines.append(f"| {r['tokens'] / 1e6:.1f}M | {r['tokens'] / per_pass:.2f} | {r['perplexity']:.2f} | {change} "
+                     f"| {ratio} | {what} |")
+    if wall["fired"]:
+        verdict = (f"The stop rule of the release process has fired ({wall['reason']}): this shape has reached "
+                   "what this corpus gives, and no further stage is trained. For better vectors, use an official "
+                   "ELMo (`python -m spacy_elmo download elmo-original`, trained on the 1B Word Benchmark), or "
+                   "continue pretraining this model or an official one on your own text "
+                   "(`--training.init_from en_elmo_small`; see \"Continued pretraining\" in the documentation).")
+    else:
+        verdict = f"The stop rule of the release process has not fired ({wall['reason']})."
+    table = "\n".join(lines)
+    return f"""## Passes over the corpus
+
+The training text is {per_pass:,} tokens, so this model has read it
+{shipped / per_pass:.2f} times. Every stage end, and every later stretch of the same shape (a
+continued run, decayed and measured, released only if it gains 3%), as held-out perplexity
+(float32, 341,305 held-out tokens) against the tokens seen:
+
+{table}
+
+{verdict}
+
+"""
 
 
 def _speed(meta: dict) -> str:
@@ -201,7 +253,7 @@ def render(model_dir: Path, readme: Optional[Path]) -> dict:
     """{path: new text} of the files this script writes."""
     meta = srsly.read_json(model_dir / "meta.json")
     size = sum(p.stat().st_size for p in model_dir.iterdir() if p.is_file() and p.name != "README.md") / 2 ** 20
-    out = {model_dir / "README.md": model_card(meta, size)}
+    out = {model_dir / "README.md": model_card(meta, size, load_wall() if model_dir == DEFAULT else None)}
     if readme is not None:
         text = readme.read_text(encoding="utf-8")
         out[readme] = replace_block(text, "default-model", default_model_block(meta), readme)

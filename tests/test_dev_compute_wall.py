@@ -133,8 +133,25 @@ def test_a_stretch_that_ended_unreleased_counts_from_the_release_it_started_from
                                     "tokens": tokens, "perplexity": 99.0})
     assert wall.stop_rule(wall.stretches(small))[0]
     small["candidates"][-1]["stretch_from"] = 7
-    with pytest.raises(ValueError, match="stretch_from = 7 names no released run"):
+    with pytest.raises(ValueError, match="stretch_from = 7 names no earlier stretch end"):
         wall.stretches(small)
+
+
+def test_a_stretch_continuing_an_unreleased_stable_phase_counts_from_that_stretch():
+    """Run 4 continued run 3's stable phase: its gain is over its own tokens, from run 3's end."""
+    wall = _wall()
+    record = _released((10e6, 100.0), (30e6, 99.5))
+    record["candidates"].append({**record["candidates"][1], "run": 3, "released": False, "stretch_from": 1,
+                                 "tokens": 50e6, "perplexity": 99.0})
+    record["candidates"].append({**record["candidates"][1], "run": 4, "released": False, "stretch_from": 3,
+                                 "tokens": 60e6, "perplexity": 99.0 * 0.98})
+    rows = wall.stretches(record)
+    assert [r["run"] for r in rows] == [0, 1, 3, 4]
+    assert rows[3]["gain_per_10m"] == pytest.approx(0.02)  # 2% over its own 10M tokens
+    assert not wall.stop_rule(rows)[0]  # 2% per 10M is no small stretch
+    record["candidates"][-1]["stretch_from"] = 4  # itself: no earlier end
+    with pytest.raises(ValueError, match="stretch_from = 4 names no earlier stretch end"):
+        wall.stretches(record)
 
 
 def test_the_record_gives_the_shipped_lineage_its_passes():
