@@ -18,8 +18,8 @@ unreleased, from the candidate it started from): passes over the training corpus
 its end (``train_tokens_per_pass``), its held-out perplexity change per 10M tokens, the
 train / held-out perplexity ratio where measured (``dev/train_heldout_gap.py``), and whether the
 stop rule of dev/RELEASING.md (:func:`stop_rule`) has fired.
-Left panel: perplexity (log-log), fits dashed, the target dotted, each full pass over the
-corpus a thin vertical line. Right panel: WiC dev with 95%
+Left panel: perplexity (log-log), stretches that ended unreleased hollow, fits dashed, the target
+dotted, each full pass over the corpus a thin numbered vertical line. Right panel: WiC dev with 95%
 binomial intervals (638 pairs), train-CV where measured (hollow), the target 57.0, and the
 published ELMo (57.7) and random-weight biLM (53.8) on WiC test for reference.
 """
@@ -229,8 +229,12 @@ def plot(record, out: str) -> None:
 def _plot_perplexity(ax, record) -> None:
     """Perplexity per lineage (log-log), its fit at the current width (dashed), the target."""
     for k, (name, cands) in enumerate(_lineages(record).items()):
-        xs = numpy.array([c["tokens"] for c in cands], float)
-        ax.plot(xs / 1e6, [c["perplexity"] for c in cands], "o", color=f"C{k}", label=name)
+        kept = [c for c in cands if c.get("stretch_from") is None]
+        ax.plot([c["tokens"] / 1e6 for c in kept], [c["perplexity"] for c in kept], "o", color=f"C{k}", label=name)
+        later = [c for c in cands if c.get("stretch_from") is not None]
+        if later:
+            ax.plot([c["tokens"] / 1e6 for c in later], [c["perplexity"] for c in later], "o", mfc="none",
+                    color=f"C{k}", label=f"{name}: later stretches (not released)")
         same = current_shape(cands)
         xs = numpy.array([c["tokens"] for c in same], float)
         if len(set(xs)) > 1:
@@ -244,11 +248,13 @@ def _plot_perplexity(ax, record) -> None:
         top = max(c["tokens"] for c in record["candidates"])
         for k in range(1, int(top // per_pass) + 1):
             ax.axvline(k * per_pass / 1e6, color="grey", lw=0.5, label="passes over the corpus" if k == 1 else None)
+            ax.text(k * per_pass / 1e6, 0.01, f" pass {k}", transform=ax.get_xaxis_transform(), fontsize=7,
+                    color="grey", va="bottom")
     ax.set_xscale("log"), ax.set_yscale("log")
     _plain_ticks(ax.xaxis, [30, 40, 50, 60, 80, 100, 150])
     _plain_ticks(ax.yaxis, [50, 55, 60, 65, 70, 75, 80])
     ax.set_xlabel("tokens seen (millions, log)"), ax.set_ylabel("full held-out perplexity (log)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper right")
 
 
 def _plot_wic(ax2, record) -> None:
