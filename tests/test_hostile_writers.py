@@ -1,8 +1,9 @@
-"""Two writers, one output: a second ``pretrain`` into a run directory and a second ``embed`` into an
-OUTPUT that another process is writing are refused at once, in one line naming that process's
-pid; a second ``download`` of a name waits for the first and then finds the model ready (one
-fetch). The lock goes with its holder, ``kill -9`` included: the lock file it leaves behind
-blocks nothing. Holders are child processes started here (a run holding the lock), not trainings."""
+"""Two writers, one output: a second ``pretrain`` into a run directory, a second ``embed`` into an
+OUTPUT, a second ``static-vectors`` into an OUTPUT_DIR and a second ``convert`` into an OUT that
+another process is writing are refused at once, in one line naming that process's pid; a second
+``download`` of a name waits for the first and then finds the model ready (one fetch). The lock
+goes with its holder, ``kill -9`` included: the lock file it leaves behind blocks nothing.
+Holders are child processes started here (a run holding the lock), not trainings."""
 import errno
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import h5py
 import pytest
@@ -19,10 +21,13 @@ from typer.testing import CliRunner
 
 from spacy_elmo import locks
 from spacy_elmo.__main__ import app
+from spacy_elmo.bilm import BiLM
+from spacy_elmo.convert import convert
 from spacy_elmo.embed import embed_file
-from spacy_elmo.errors import ElmoConfigError, ElmoLockError
+from spacy_elmo.errors import ElmoConfigError, ElmoLockError, ElmoModelFileError
 from spacy_elmo.hub import cache, download_model
 from spacy_elmo.locks import hold
+from spacy_elmo.static import distil_vectors
 
 from helpers import tiny_corpus_overrides
 from test_embed import LINES, model, write_lines  # noqa: F401  (fixture)
@@ -204,6 +209,100 @@ def test_embed_refuses_an_input_named_as_the_lock_file(model, tmp_path):  # noqa
     with pytest.raises(ElmoConfigError, match="is the INPUT file"):
         embed_file(src, str(tmp_path / "o.hdf5"), model=model[0], progress=False)
     assert open(src, encoding="utf-8").read() == "\n".join(LINES) + "\n"
+
+
+LINES_STATIC = ["the cat sat on the mat .", "a dog sat .", "the dog and the cat .", "a cat ran ."]
+EFML = Path(__file__).resolve().parent / "data" / "efml" / "relu-words-1layer"
+
+
+def test_two_static_vectors_into_one_output_dir(tiny_model, tmp_path):
+    """The lock is OUTPUT_DIR.partial/.lock: a second run is refused in one line naming the
+    holder's pid and leaves the existing OUTPUT_DIR and the holder's OUTPUT_DIR.partial/ byte for
+    byte; after a kill -9 of the holder the run goes through and leaves OUTPUT_DIR alone."""
+    corpus = write_lines(tmp_path / "corpus.txt", LINES_STATIC)
+    out = tmp_path / "out"
+    distil_vectors(tiny_model.directory, [corpus], str(out), min_count=2, view="layer_1", progress=False)
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out"]  # a finished run leaves no lock file
+    argv = ["static-vectors", tiny_model.directory, corpus, str(out), "--min-count", "2", "--overwrite", "--quiet"]
+    lock = tmp_path / "out.partial" / ".lock"
+    with holder("lock", str(lock)) as proc:
+        (tmp_path / "out.partial" / "manifest.json").write_text('{"the": "holder\'s arguments"}')
+        (tmp_path / "out.partial" / "state.npz").write_bytes(b"the holder's sums")
+        before = _listing(tmp_path)
+        code, output = _cli(argv)
+        assert code == 2 and output == (f"error: OUTPUT_DIR {str(out)!r} is in use by pid {proc.pid} (lock file "
+                                        f"{lock}): wait for that run to finish (or stop it), or choose another "
+                                        "OUTPUT_DIR"), output
+        with pytest.raises(ElmoLockError, match=f"in use by pid {proc.pid}"):
+            distil_vectors(tiny_model.directory, [corpus], str(out) + "/", min_count=2, progress=False,
+                           overwrite=True)  # out/ is out
+        assert _listing(tmp_path) == before
+        kill_9(proc)
+    assert lock.is_file()  # left by the killed holder, inside the folder a killed run leaves anyway
+    code, output = _cli(argv)
+    assert code == 0 and output.startswith(f"wrote {out}: 6 words x 32 (spacy_elmo_static|"), output
+    assert json.loads((out / "card.json").read_text())["view"] == "top" and not json.loads(
+        (out / "card.json").read_text())["resumed"]  # the holder's folder held other arguments
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out"]
+
+
+def test_static_vectors_checks_output_dir_again_under_the_lock(tiny_model, tmp_path, monkeypatch):
+    """A run that finished OUTPUT_DIR while this one waited for nothing but the lock: OUTPUT_DIR is
+    checked again once the lock is held, so it is not replaced without --overwrite."""
+    from spacy_elmo.static import run
+
+    corpus = write_lines(tmp_path / "corpus.txt", LINES_STATIC)
+    out = tmp_path / "out"
+    taken = run.lock_output
+
+    def finished_meanwhile(output):
+        out.mkdir()
+        (out / "card.json").write_text("the other run's card")
+        return taken(output)
+
+    monkeypatch.setattr(run, "lock_output", finished_meanwhile)
+    with pytest.raises(ElmoConfigError, match=r"OUTPUT_DIR .*out' exists: pass --overwrite"):
+        distil_vectors(tiny_model.directory, [corpus], str(out), min_count=2, progress=False)
+    assert (out / "card.json").read_text() == "the other run's card"
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "out"]  # no out.partial/, no lock file
+
+
+def test_two_converts_into_one_directory(tmp_path):
+    """The lock is OUT/.lock: a second convert is refused in one line naming the holder's pid and
+    leaves OUT's files as they were; after a kill -9 of the holder it converts, and leaves no lock."""
+    out = tmp_path / "m"
+    convert(str(EFML), str(out))
+    files = ["options.json", "sha256.json", "weights.hdf5"]
+    assert sorted(os.listdir(out)) == files
+    (out / "weights.hdf5").write_bytes(b"the holder's half-written weights")
+    argv = ["convert", str(EFML), str(out), "--force"]
+    lock = out / ".lock"
+    with holder("lock", str(lock)) as proc:
+        before = _listing(tmp_path)
+        code, output = _cli(argv)
+        assert code == 2 and output == (f"error: OUT {str(out)!r} is in use by pid {proc.pid} (lock file {lock}): "
+                                        "wait for that conversion to finish (or stop it), or choose another OUT"), \
+            output
+        with pytest.raises(ElmoLockError, match=f"in use by pid {proc.pid}"):
+            convert(str(EFML), str(out), force=True)
+        assert _listing(tmp_path) == before
+        kill_9(proc)
+    assert lock.is_file()
+    code, output = _cli(argv)
+    assert code == 0 and output.startswith(f"wrote {out} (sha256 recorded)"), output
+    assert sorted(os.listdir(out)) == files and BiLM.from_pretrained(str(out)).num_layers == 1
+    with hold(lock, "OUT", "wait"):  # one holder in this process refuses another call of this process
+        with pytest.raises(ElmoLockError, match=rf"in use by this process, pid {os.getpid()} "):
+            convert(str(EFML), str(tmp_path / "m" / "."), force=True)
+    new = tmp_path / "new" / "m"
+    with pytest.raises(ElmoModelFileError):
+        convert(str(tmp_path), str(new))  # not a model: the folders made for the lock go again
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+    (tmp_path / "afile").write_text("keep me")
+    code, output = _cli(["convert", str(EFML), str(tmp_path / "afile" / "m")])
+    assert code == 2 and output == (f"error: OUT {str(tmp_path / 'afile' / 'm')!r}: {str(tmp_path / 'afile')!r} is a "
+                                    "file, not a folder: give a directory to write the model into"), output
+    assert (tmp_path / "afile").read_text() == "keep me"
 
 
 class GatedHandler(Handler):

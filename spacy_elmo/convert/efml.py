@@ -36,7 +36,8 @@ import numpy
 
 from ..bilm.files import CONFIG_BYTES, VOCAB_BYTES, check_regular, read_json, read_text
 from ..bilm.finite import non_finite
-from ..errors import ElmoFileError, ElmoModelFileError
+from ..errors import ElmoConfigError, ElmoFileError, ElmoModelFileError
+from ..locks import Lock, folder_in_the_way, hold
 
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 SOURCE_FILES = ("config.json", "char.dic", "token_embedder.pkl", "encoder.pkl")
@@ -269,11 +270,31 @@ def load_source(src: str, config: Optional[str] = None):
 def convert(src: str, out: str, config: Optional[str] = None, force: bool = False) -> str:
     """Convert ``src`` into the model directory ``out`` (created; an existing model there is
     refused unless ``force``): ``options.json``, ``weights.hdf5`` (with the vocabularies),
-    ``sha256.json``. Returns ``out``. Raises ElmoModelFileError, or FileExistsError for an
-    existing model at ``out``."""
+    ``sha256.json``. Returns ``out``. Raises ElmoModelFileError, FileExistsError for an
+    existing model at ``out``, ElmoConfigError where ``out`` or a parent is a file, or
+    ElmoLockError (a RuntimeError) at once, before anything is read or written, while another
+    conversion writes ``out``: the whole conversion holds the exclusive lock ``out/.lock``
+    (:func:`lock_model_dir`)."""
     out = os.fspath(out)
-    if not force and os.path.exists(os.path.join(out, "options.json")):
-        raise FileExistsError(f"{out} already holds a model (options.json); give --force to replace it")
-    bilm = load_source(src, config)
-    bilm.save(out)
+    why = folder_in_the_way(out)
+    if why is not None:  # before the lock, whose folder it would be
+        raise ElmoConfigError(f"OUT {out!r}{why}: give a directory to write the model into")
+    with lock_model_dir(out):
+        if not force and os.path.exists(os.path.join(out, "options.json")):
+            raise FileExistsError(f"{out} already holds a model (options.json); give --force to replace it")
+        bilm = load_source(src, config)
+        bilm.save(out)
     return out
+
+
+LOCK = ".lock"
+
+
+def lock_model_dir(out: str) -> Lock:
+    """The exclusive lock of the model directory ``out``: ``out/.lock`` (:mod:`spacy_elmo.locks`;
+    ``out`` and its missing parents are created for it, and removed again where the conversion
+    leaves them empty). The lock file is removed on release; one left inside ``out`` by a run
+    killed with ``kill -9`` blocks nothing. Raises ElmoLockError, one line naming the holder's
+    pid, while another process (or another call in this one) holds it."""
+    return hold(os.path.join(out, LOCK), f"OUT {out!r}", "wait for that conversion to finish (or stop it), or "
+                "choose another OUT", make_folder=True)

@@ -18,7 +18,7 @@ removed at the end. Needs about twice the output size on disk meanwhile.
 import json
 import os
 import shutil
-from typing import Iterable, Iterator, List, Set, Tuple
+from typing import Iterable, Iterator, List, Sequence, Set, Tuple
 
 import h5py
 import numpy
@@ -172,13 +172,14 @@ def read_json(path: str):
         return None
 
 
-def open_journal(folder: str, args: dict) -> str:
+def open_journal(folder: str, args: dict, keep: Sequence[str] = ()) -> str:
     """Make ``folder`` the resumable journal of one set of arguments ``args`` (a JSON-plain dict):
-    a folder whose ``manifest.json`` holds other arguments is discarded, torn ``*.tmp`` files are
-    removed, and the manifest is written where missing. Returns ``folder``."""
+    the contents of a folder whose ``manifest.json`` holds other arguments are discarded (all but
+    the names in ``keep``, e.g. a held lock file), torn ``*.tmp`` files are removed, and the
+    manifest is written where missing. Returns ``folder``."""
     manifest = os.path.join(folder, "manifest.json")
     if os.path.isdir(folder) and read_json(manifest) != args:
-        shutil.rmtree(folder)
+        clear_folder(folder, keep)
     os.makedirs(folder, exist_ok=True)
     for name in os.listdir(folder):
         if name.endswith(".tmp"):
@@ -186,6 +187,20 @@ def open_journal(folder: str, args: dict) -> str:
     if not os.path.isfile(manifest):
         write_json(manifest, args)
     return folder
+
+
+def clear_folder(folder: str, keep: Sequence[str] = ()) -> None:
+    """Remove everything in ``folder`` but the names in ``keep`` (``folder`` itself stays).
+    Raises OSError, removing nothing, where ``folder`` is a symlink (as :func:`shutil.rmtree`)."""
+    if os.path.islink(folder):
+        raise OSError(f"{folder}: a symbolic link, not a folder: not clearing what it points to")
+    for name in os.listdir(folder):
+        if name not in keep:
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
 
 
 def write_json(path: str, data) -> None:

@@ -15,22 +15,61 @@ The sums and counts are consistent at every saved position: a state is saved onl
 groups (:mod:`.accumulate`). The output is written inside the folder too (``output.writing/``,
 :mod:`.writer`) and renamed to OUTPUT_DIR; the folder is removed when OUTPUT_DIR is complete,
 so a killed run leaves this one folder and nothing else.
+
+- ``.lock``: the exclusive lock of OUTPUT_DIR (:func:`lock_output`, :mod:`spacy_elmo.locks`),
+  held for the whole run, from before anything is written to after the final rename. It lies in
+  this folder so that a run leaves nothing else beside OUTPUT_DIR: a finished or refused run
+  leaves no lock file, and one killed with ``kill -9`` leaves it inside the folder it leaves
+  anyway, where it blocks nothing (the kernel drops the lock with its holder).
 """
 import json
 import os
-import shutil
-from typing import Optional
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 import numpy
 
-from ..embed.writer import open_journal, read_json, write_json
+from ..embed.writer import clear_folder, open_journal, read_json, write_json
+from ..locks import Lock, hold
+
+LOCK = ".lock"
+
+
+def partial_dir(output: str) -> str:
+    """``OUTPUT_DIR.partial`` (OUTPUT_DIR normalised: ``out/`` is ``out``)."""
+    return os.path.normpath(output) + ".partial"
+
+
+@contextmanager
+def lock_output(output: str) -> Iterator[Lock]:
+    """Hold the exclusive lock of OUTPUT_DIR, ``OUTPUT_DIR.partial/.lock``, for the ``with`` block
+    (``OUTPUT_DIR.partial/`` is created for it where missing). On leaving, the lock file goes and
+    then the folder, where it is left empty (a finished run, or one refused before saving any
+    work). Raises :class:`~spacy_elmo.errors.ElmoLockError` at once, one line naming the pid,
+    while another run (another process, or another call in this one) holds it; nothing is written
+    or removed then."""
+    folder = partial_dir(output)
+    lock = hold(os.path.join(folder, LOCK), f"OUTPUT_DIR {output!r}", "wait for that run to finish (or stop it), "
+                "or choose another OUTPUT_DIR", make_folder=True)
+    try:
+        yield lock
+    finally:
+        lock.release()
+        _remove_if_empty(folder)
+
+
+def _remove_if_empty(folder: str) -> None:
+    try:
+        os.rmdir(folder)  # only while empty: another run's lock file, or saved work, keeps it
+    except OSError:
+        pass
 
 
 class Partial:
     """The ``OUTPUT_DIR.partial/`` folder of one set of arguments ``args`` (a JSON-plain dict)."""
 
     def __init__(self, output: str, args: dict):
-        self.dir = open_journal(os.path.normpath(output) + ".partial", args)
+        self.dir = open_journal(partial_dir(output), args, keep=(LOCK,))
 
     def _path(self, name: str) -> str:
         return os.path.join(self.dir, name)
@@ -61,7 +100,13 @@ class Partial:
         os.replace(path + ".tmp", path)
 
     def remove(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Remove the folder, all but the lock file of a run that holds it (:func:`lock_output`
+        removes that, and then the folder)."""
+        try:
+            clear_folder(self.dir, keep=(LOCK,))
+        except OSError:
+            pass
+        _remove_if_empty(self.dir)
 
     def remove_if_unused(self) -> None:
         """Remove the folder when it holds no saved work (no vocab.json, no state.npz): a run

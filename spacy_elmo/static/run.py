@@ -18,7 +18,7 @@ import numpy
 
 from ..errors import ElmoConfigError, ElmoDataError
 from . import accumulate, corpus, postprocess, writer
-from .checkpoint import Partial
+from .checkpoint import Partial, lock_output
 
 GROUP_TOKENS = 8192  # tokens per biLM call (one group); a state is saved between groups
 
@@ -227,25 +227,30 @@ def distil_vectors(model: Optional[str], corpus_paths: Union[str, Sequence[str]]
     (a ValueError) for a bad option, a view the model lacks, or an OUTPUT_DIR that exists (without
     ``overwrite``), is not this command's or holds an input; ElmoDataError (a ValueError) for a
     missing, binary or empty corpus file or no word reaching min_count; FileNotFoundError for a missing
-    model. A killed run keeps ``OUTPUT_DIR.partial/``: the same call goes on from there."""
+    model; ElmoLockError (a RuntimeError), before anything is written, while another run writes
+    OUTPUT_DIR (:func:`.checkpoint.lock_output`). A killed run keeps ``OUTPUT_DIR.partial/``: the
+    same call goes on from there."""
     p = plan(model, corpus_paths, view, min_count, max_words, max_contexts, window_tokens, max_lines, lang,
              precision)
     if p.spec.stacked:
         raise ElmoConfigError("--view 'all': a table holds one vector per word; give top, average, layer_k "
                               "or mix:w0,w1,...")
     postprocess.check(remove_top_d, p.dim)
-    writer.check_output(output, [*p.paths, p.model_dir], overwrite)
-    partial = Partial(output, p.args)
-    try:
-        d = distil_means(p, batch_size, threads, progress, partial, checkpoint_every)
-    except ElmoDataError:
-        partial.remove_if_unused()  # bad input found before any work was saved: no OUTPUT_DIR.partial/
-        raise
-    table, post = postprocess.apply(d.means[:, 0], centre, remove_top_d)
-    start = time.perf_counter()
-    card = make_card(p, d, post, command)
-    writer.write_output(output, d.words, table, card, lang, partial.dir)
-    partial.remove()
+    inputs = [*p.paths, p.model_dir]
+    writer.check_output(output, inputs, overwrite)  # before the lock: a bad OUTPUT_DIR creates nothing
+    with lock_output(output):  # the whole run, final rename included: a second run is refused at once
+        writer.check_output(output, inputs, overwrite)  # again: a run that held the lock may have written it
+        partial = Partial(output, p.args)
+        try:
+            d = distil_means(p, batch_size, threads, progress, partial, checkpoint_every)
+        except ElmoDataError:
+            partial.remove_if_unused()  # bad input found before any work was saved: no OUTPUT_DIR.partial/
+            raise
+        table, post = postprocess.apply(d.means[:, 0], centre, remove_top_d)
+        start = time.perf_counter()
+        card = make_card(p, d, post, command)
+        writer.write_output(output, d.words, table, card, lang, partial.dir)
+        partial.remove()
     card["seconds"]["write"] = time.perf_counter() - start
     return card
 
