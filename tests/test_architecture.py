@@ -118,7 +118,7 @@ def test_from_pretrained_resolves_names_through_the_installed_hook(tiny_model, m
 # of lower layers (never upward, never sideways between two parts of one layer).
 LAYERS = (
     ("errors",),
-    ("bilm", "package_data", "locks"),
+    ("bilm", "package_data", "locks", "text_files"),
     ("convert", "allennlp", "cli_help"),
     ("hub",),
     ("layer_spec", "cli_errors"),

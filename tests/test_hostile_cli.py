@@ -114,6 +114,46 @@ def test_a_list_override_without_brackets_shows_the_quoted_fix(args, message, tm
         assert load_config(overrides=fix)[key.split(".")[0]][key.split(".")[1]] == value
 
 
+STRAY = "Invalid config override {!r}: a name starts with --, and {} takes one value"
+SYNTAX = ". Config overrides are --section.key VALUE (e.g. --training.max_steps 1000)."
+
+
+@pytest.mark.parametrize("args, message, fix", [
+    (["--corpus.paths", "a.txt", "b.txt"], STRAY.format("b.txt", "--corpus.paths") + " (a list is one JSON value); "
+                                           "write --corpus.paths '[\"a.txt\", \"b.txt\"]'",
+     {"corpus.paths": ["a.txt", "b.txt"]}),
+    (["--corpus.paths=a b.txt", "it's.txt", "c.txt", "--training.max_steps", "3"],
+     STRAY.format("it's.txt", "--corpus.paths") + " (a list is one JSON value); write --corpus.paths "
+                                                 "'[\"a b.txt\", \"it'\"'\"'s.txt\", \"c.txt\"]'",
+     {"corpus.paths": ["a b.txt", "it's.txt", "c.txt"]}),
+    (["--softmax.cutoffs", "20", "60"], STRAY.format("60", "--softmax.cutoffs") + " (a list is one JSON value); "
+                                        "write --softmax.cutoffs '[20, 60]'", {"softmax.cutoffs": [20, 60]}),
+    (["--training.max_steps", "100", "200"], STRAY.format("200", "--training.max_steps") + SYNTAX, None),
+    (["--model.filters", "1", "2"], STRAY.format("2", "--model.filters") + SYNTAX, None),  # pairs: no fix to offer
+    (["--corpus.pathz", "a.txt", "b.txt"], "[corpus] pathz: unknown setting (--corpus.pathz); did you mean paths? "
+                                           "Config overrides are --section.key VALUE (e.g. --training.max_steps "
+                                           "1000).", None),
+])
+def test_several_values_after_a_setting_show_the_list_to_write(args, message, fix, tmp_path, monkeypatch):
+    """The shell splits ``--corpus.paths a.txt b.txt`` (or an unquoted glob) into several values;
+    spaCy's ``train`` says ``Invalid config override 'b.txt': name should start with --``. For a
+    list setting the error also gives the one quoted JSON list that holds them all."""
+    import shlex
+
+    from spacy_elmo.pretrain.config import load_config, parse_overrides
+
+    monkeypatch.chdir(tmp_path)
+    assert _run(["pretrain", "OUT", *args]) == (2, f"error: {message}")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="^Invalid config override "):
+        parse_overrides(args)
+    assert ("; write " in message) == (fix is not None)
+    if fix is not None:  # the fix, as the shell splits it, is the list of the values given
+        assert parse_overrides(shlex.split(message.split("; write ")[1])) == fix
+        (key, value), = fix.items()
+        assert load_config(overrides=fix)[key.split(".")[0]][key.split(".")[1]] == value
+
+
 def test_a_list_setting_in_a_config_file_shows_the_fix(tmp_path):
     from spacy_elmo.pretrain.config import load_config
 

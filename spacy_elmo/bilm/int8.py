@@ -40,9 +40,8 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 import torch
 
 from . import lstm_paths, onednn
-from .lstm_paths import GateTiles, cell_step, clip_outputs, tile_rows
-from .lstm_weights import LayerPath, LayerResult, LstmWeights
-from .packing import Packing
+from .lstm_paths import GateTiles, OneDnnPath
+from .lstm_weights import LstmWeights
 
 QMAX = 127  # symmetric: -127..127 (never -128), so that negation is exact
 _TINY = 1e-30  # scale floor: an all-zero row or column quantizes to zeros with a tiny scale
@@ -154,32 +153,28 @@ class Int8GateTiles(GateTiles):
         self.current = [linear(self.xq[d].rows(r0, r1), self.w_in[d], self.bias[d]) for d in range(2)]
 
 
-class Int8Path(LayerPath):
+class Int8Path(OneDnnPath):
     """:class:`.lstm_paths.OneDnnPath` with int8 products (not exact): the input projection, the
     recurrent product (h_{t-1} quantized per row) and the projection (m_t quantized per row),
     each with int32 accumulation and float32 scales; the gate pre-activations, cell states,
-    clipping and outputs are float32."""
+    clipping and outputs are float32. The loop is OneDnnPath's :meth:`~.lstm_paths.OneDnnPath.run`."""
 
-    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
-            c0: torch.Tensor) -> LayerResult:
-        C, P = lstm.dim, lstm.projection_dim
-        w_in, w_state, w_proj = lstm.int8_weights()[layer]
-        out = x.new_empty(2, pk.n_packed, P)
-        c = c0.clone()
-        h_prev = [quantize_rows(h0[d]) for d in range(2)]
-        offs, cc, pc = pk.offsets, lstm.cell_clip, lstm.proj_clip
-        gates = Int8GateTiles(x, w_in, lstm.gate_bias(layer), tile_rows(pk, C))  # float32 tiles
-        for s, n in enumerate(pk.batch_sizes):
-            g_in = gates.rows(offs[s], offs[s + 1])
-            g = [linear(h_prev[d].rows(0, n), w_state[d], g_in[d]) for d in range(2)]
-            sig, m = cell_step(g, c, n, C, cc)  # m: (2, n, C), both directions in one tensor
-            torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
-            mq = quantize_rows(m.view(2 * n, C))  # both directions at once
-            h = [linear(mq.rows(d * n, (d + 1) * n), w_proj[d]) for d in range(2)]
-            clip_outputs(h, pc)
-            torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
-            h_prev = [quantize_rows(hd) for hd in h]
-        return out, c
+    tiles = Int8GateTiles  # float32 tiles of int8 products
+
+    def weights(self, lstm: LstmWeights, layer: int) -> tuple:
+        return lstm.int8_weights()[layer]
+
+    def state(self, h: Sequence[torch.Tensor]) -> List[QRows]:
+        return [quantize_rows(h[d]) for d in range(2)]
+
+    def recurrent(self, h_prev: Sequence[QRows], n: int, w_state: Sequence[QWeight],
+                  g_in: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [linear(h_prev[d].rows(0, n), w_state[d], g_in[d]) for d in range(2)]
+
+    def project(self, m: torch.Tensor, w_proj: Sequence[QWeight]) -> List[torch.Tensor]:
+        n, C = m.shape[1], m.shape[2]
+        mq = quantize_rows(m.view(2 * n, C))  # both directions at once
+        return [linear(mq.rows(d * n, (d + 1) * n), w_proj[d]) for d in range(2)]
 
 
 lstm_paths.ONEDNN_DTYPE_PATHS[torch.int8] = Int8Path

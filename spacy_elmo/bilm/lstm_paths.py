@@ -207,26 +207,48 @@ class OneDnnPath(LayerPath):
     """:class:`BmmPath` with the products done by pre-packed oneDNN kernels per direction. So that
     oneDNN sees few product shapes (each one is a cached primitive, see :mod:`.onednn`): the
     input projection runs in fixed tiles of packed rows (:class:`GateTiles`), the per-step
-    products on their exact row count up to STEP_EXACT_ROWS, on row buckets above."""
+    products on their exact row count up to STEP_EXACT_ROWS, on row buckets above.
+
+    :meth:`run` is also the loop of :class:`.int8.Int8Path`, which changes only what the products
+    read and how they are done: :meth:`weights`, :attr:`tiles`, :meth:`state`, :meth:`recurrent`
+    and :meth:`project`."""
+
+    tiles = GateTiles  # the input projection, tile by tile
+
+    def weights(self, lstm: LstmWeights, layer: int) -> tuple:
+        """(w_in, w_state, w_proj) of ``layer``, each per direction, as the products take them."""
+        return lstm.packed_weights()[layer]
+
+    def state(self, h: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        """What the recurrent product reads of the outputs ``h`` (per direction (rows, P))."""
+        return h
+
+    def recurrent(self, h_prev: Sequence[torch.Tensor], n: int, w_state: Sequence[torch.Tensor],
+                  g_in: List[torch.Tensor]) -> List[torch.Tensor]:
+        """Per direction the gate pre-activations (n, 4C) float32: ``h_prev[:n] @ W_state + g_in``."""
+        return [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS) for d in range(2)]
+
+    def project(self, m: torch.Tensor, w_proj: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        """Per direction the step outputs (n, P) float32 of m_t (2, n, C): ``m[d] @ W_proj``."""
+        return [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]
 
     def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
             c0: torch.Tensor) -> LayerResult:
         C, P = lstm.dim, lstm.projection_dim
-        w_in, w_state, w_proj = lstm.packed_weights()[layer]
+        w_in, w_state, w_proj = self.weights(lstm, layer)
         out = x.new_empty(2, pk.n_packed, P)
         c = c0.clone()
-        h_prev = (h0[0], h0[1])
+        h_prev = self.state(h0)
         offs, cc, pc = pk.offsets, lstm.cell_clip, lstm.proj_clip
-        gates = GateTiles(x, w_in, lstm.gate_bias(layer), tile_rows(pk, C))  # input projection of all steps
+        gates = self.tiles(x, w_in, lstm.gate_bias(layer), tile_rows(pk, C))  # input projection of all steps
         for s, n in enumerate(pk.batch_sizes):
-            g_in = gates.rows(offs[s], offs[s + 1])
-            g = [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS) for d in range(2)]
-            sig, m = cell_step(g, c, n, C, cc)
+            g = self.recurrent(h_prev, n, w_state, gates.rows(offs[s], offs[s + 1]))
+            sig, m = cell_step(g, c, n, C, cc)  # m: (2, n, C), both directions in one tensor
             torch._foreach_mul_([m[0], m[1]], [sd[:, 2 * C:] for sd in sig])
-            h = [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]
+            h = self.project(m, w_proj)
             clip_outputs(h, pc)
             torch._foreach_copy_([out[0, offs[s]: offs[s + 1]], out[1, offs[s]: offs[s + 1]]], h)
-            h_prev = h
+            h_prev = self.state(h)
         return out, c
 
 

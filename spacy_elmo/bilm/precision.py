@@ -95,9 +95,13 @@ def onednn_bf16_supported() -> bool:
 
 
 def check_precision(value: object, where: str = "precision") -> str:
-    """``value`` if it is one of PRECISIONS, else ValueError (one line naming ``where``)."""
+    """``value`` if it is one of PRECISIONS, else ElmoConfigError (a ValueError), one line naming
+    ``where``: a setting reads ``BiLM precision = 'half': expected one of float32, bfloat16,
+    int8``, a command-line option (``where`` starts with ``--``) ``--precision 'half': expected
+    one of float32, bfloat16, int8``."""
     if value not in PRECISIONS:
-        raise ElmoConfigError(f"{where} = {value!r}: must be one of {list(PRECISIONS)}")
+        given = f"{where} {value!r}" if where.startswith("--") else f"{where} = {value!r}"
+        raise ElmoConfigError(f"{given}: expected one of {', '.join(PRECISIONS)}")
     return value
 
 

@@ -15,7 +15,6 @@ memory grows with the length of a sentence (a 10 MB line of 1.2M words would nee
 A line is counted in whitespace-separated words before it is tokenised, so a huge line is
 refused without making a Python object per token.
 """
-import gzip
 import itertools
 import json
 import os
@@ -23,6 +22,7 @@ import re
 from typing import Callable, Iterator, List, NamedTuple, Optional
 
 from ..errors import ElmoConfigError, ElmoDataError
+from ..text_files import text_lines
 
 FORMATS = ("text", "jsonl", "spacy")
 MAX_TOKENS_PER_LINE = 100_000
@@ -52,25 +52,14 @@ def detect_format(path: str, fmt: Optional[str] = None) -> str:
     return "jsonl" if name.endswith((".jsonl", ".ndjson")) else "text"
 
 
-def _open(path: str):
+def _lines(path: str) -> Iterator[str]:
+    """Lines (only ``\\n`` ends one) without their end of line. Raises FileNotFoundError, or
+    ElmoDataError (a ValueError) naming the file and line for non-UTF-8 bytes
+    (:func:`spacy_elmo.text_files.text_lines`)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"input file not found: {path!r}")
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="\n")
-    return open(path, encoding="utf-8-sig", newline="\n")
-
-
-def _lines(path: str) -> Iterator[str]:
-    """Lines without their end of line; ElmoDataError (a ValueError) naming the file for non-UTF-8
-    bytes."""
-    with _open(path) as f:
-        try:
-            for line in f:
-                yield line.rstrip("\r\n")
-        except UnicodeDecodeError as err:
-            raise ElmoDataError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start} of a block)") from None
-        except (OSError, EOFError) as err:
-            raise ElmoDataError(f"{path}: cannot read ({err})") from None
+    for line in text_lines(path, newline="\n"):
+        yield line.rstrip("\r\n")
 
 
 def count(path: str, fmt: str) -> int:

@@ -41,12 +41,14 @@ def embed_file(input_path: str, output: str, model: Optional[str] = None, layer_
     symlink too; even with ``overwrite``), a directory, or in a folder that does not exist. Then
     OUTPUT is locked for the whole run (:func:`.paths.lock_output`): ElmoLockError (a
     RuntimeError) at once, naming the pid, while another run writes it."""
+    from ..bilm.precision import check_precision
     from ..hub import load_bilm
 
     check_output(input_path, output)
     p = plan(input_path, model, layer_spec, dtype, pretokenized, lang, fmt, text_field, batch_size, group_mb)
     spec, fmt, model, args = p.spec, p.fmt, p.model, p.args
-    if check_precision(precision) != "float32":  # float32 outputs written before --precision existed match
+    # float32 (not recorded) matches the outputs written before --precision existed
+    if check_precision(precision, "--precision") != "float32":
         args["precision"] = precision
     summary = {"sentences": 0, "tokens": 0, "embedded": 0, "embedded_tokens": 0, "seconds": 0.0,
                "embed_seconds": 0.0, "output": output, "already_complete": False}
@@ -138,15 +140,6 @@ def read_groups(input_path: str, p: Plan, pretokenized: bool = False, lang: str 
 def _check_limit(max_tokens_per_line: int) -> None:
     if isinstance(max_tokens_per_line, bool) or not isinstance(max_tokens_per_line, int) or max_tokens_per_line < 1:
         raise ElmoConfigError(f"--max-tokens-per-line must be an integer >= 1, got {max_tokens_per_line!r}")
-
-
-def check_precision(precision: str) -> str:
-    """``precision`` if it is one of the biLM's precisions, else ElmoConfigError (one line)."""
-    from ..bilm.precision import PRECISIONS
-
-    if precision not in PRECISIONS:
-        raise ElmoConfigError(f"--precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
-    return precision
 
 
 def _check_options(layer_spec, dtype, batch_size, group_mb) -> layers.LayerSpec:

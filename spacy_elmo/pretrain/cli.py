@@ -41,13 +41,7 @@ def pretrain_cli(
     from .config import parse_command_line
     from .train import pretrain
 
-    try:
-        overrides = parse_command_line(str(output_dir), ctx.args)
-    except ValueError as err:
-        end = "" if str(err).endswith((".", "?")) else "."
-        typer.echo(f"error: {err}{end} Config overrides are --section.key VALUE (e.g. --training.max_steps 1000).",
-                   err=True)
-        raise typer.Exit(2)
+    overrides = parse_command_line(str(output_dir), ctx.args)  # before anything is written
     try:
         with run_lock(output_dir):
             pretrain(str(output_dir), str(config_path) if config_path else None, overrides, resume=resume,

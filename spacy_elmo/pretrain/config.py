@@ -4,7 +4,7 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from confection import Config
 
@@ -61,7 +61,7 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
     else:
         ok, expected = True, ""
     if not ok:
-        fix = _as_list(section, name, value, default_value, where)
+        fix = _as_list(section, name, [value], default_value, where)
         raise ElmoConfigError(f"[{section}] {name} = {value!r}{where}: expected {expected} "
                               f"(default: {json.dumps(default_value)}){fix}")
     if is_number(value) and not (is_finite_number(value) and value >= 0):
@@ -73,30 +73,35 @@ def _check_type(section: str, name: str, value, default_value, where: str) -> No
                               f"finite number (default: {json.dumps(default_value)})")
 
 
-def _as_list(section: str, name: str, value, default_value, where: str) -> str:
-    """The fix where a list setting got one string or number (``--corpus.paths file.txt``):
-    ``; write --corpus.paths '["file.txt"]'`` (JSON, quoted for a POSIX shell) for a command-line
-    override (``where`` names it), ``; write paths = ["file.txt"]`` for a config file; "" where
-    the default's items are of another kind (``filters``: pairs) or the value is no single item."""
-    if not isinstance(default_value, (list, tuple)) or isinstance(value, (bool, list, tuple, dict)) or value is None:
+def _as_list(section: str, name: str, values: list, default_value, where: str) -> str:
+    """The fix where a list setting got one or more strings or numbers (``--corpus.paths
+    file.txt``; ``--corpus.paths a.txt b.txt``): ``; write --corpus.paths '["a.txt", "b.txt"]'``
+    (JSON, quoted for a POSIX shell) for a command-line override (``where`` names it), ``; write
+    paths = ["file.txt"]`` for a config file; "" where the default's items are of another kind
+    (``filters``: pairs) or a value is no single item."""
+    if not isinstance(default_value, (list, tuple)):
+        return ""
+    if any(isinstance(value, (bool, list, tuple, dict)) or value is None for value in values):
         return ""
     if any(isinstance(item, (bool, list, tuple, dict)) or isinstance(item, str) != isinstance(value, str)
-           for item in default_value):
+           for item in default_value for value in values):
         return ""
-    listed = json.dumps([value], ensure_ascii=False)
+    listed = json.dumps(list(values), ensure_ascii=False)
     if where == f" (--{section}.{name})":
         return f"; write --{section}.{name} {shlex.quote(listed)}"
     return f"; write {name} = {listed}"
 
 
-def parse_overrides(args: List[str]) -> Dict[str, object]:
-    """``{"section.key": value}`` from command-line arguments ``--section.key VALUE``,
-    ``--section.key=VALUE`` or a bare ``--section.key`` (true), the syntax of spaCy's config
-    overrides. A value is read as JSON (``1000``, ``0.5``, ``true``, ``null``, ``["a.txt"]``),
-    else kept as the string it is. Raises ElmoConfigError (a ValueError) for an argument that does not start with
-    ``--`` or names no section (``--max_steps``). Needs no spaCy (a pre-tokenised corpus trains
-    without it)."""
-    result: Dict[str, object] = {}
+SYNTAX = "Config overrides are --section.key VALUE (e.g. --training.max_steps 1000)."
+
+
+def _override_args(args: List[str]) -> List[Tuple[str, str, List[str]]]:
+    """[(section.key, value, [stray values])] of command-line arguments ``--section.key VALUE``,
+    ``--section.key=VALUE`` or a bare ``--section.key`` (value "true"), in order; stray values
+    are the arguments after the value up to the next ``--`` (``--corpus.paths a.txt b.txt``:
+    ``b.txt``). Raises ElmoConfigError for a first argument that does not start with ``--`` or a
+    name without a section (``--max_steps``)."""
+    items: List[Tuple[str, str, List[str]]] = []
     args = list(args)
     while args:
         arg = args.pop(0)
@@ -111,11 +116,51 @@ def parse_overrides(args: List[str]) -> Dict[str, object]:
             value = args.pop(0)
         if "." not in name:
             raise ElmoConfigError(f"No such option {arg!r}.")
-        try:
-            result[name] = json.loads(value)
-        except ValueError:
-            result[name] = value
+        strays = []
+        while args and not args[0].startswith("--"):
+            strays.append(args.pop(0))
+        items.append((name, value, strays))
+    return items
+
+
+def _parsed(value: str) -> object:
+    """A command-line value read as JSON (``1000``, ``0.5``, ``true``, ``null``, ``["a.txt"]``),
+    else the string it is."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def parse_overrides(args: List[str]) -> Dict[str, object]:
+    """``{"section.key": value}`` from command-line arguments ``--section.key VALUE``,
+    ``--section.key=VALUE`` or a bare ``--section.key`` (true), the syntax of spaCy's config
+    overrides. A value is read as JSON (``1000``, ``0.5``, ``true``, ``null``, ``["a.txt"]``),
+    else kept as the string it is. Raises ElmoConfigError (a ValueError) for an argument that does
+    not start with ``--`` (a second value after a name among them) or names no section
+    (``--max_steps``). Needs no spaCy (a pre-tokenised corpus trains without it)."""
+    result: Dict[str, object] = {}
+    for name, value, strays in _override_args(args):
+        if strays:
+            raise ElmoConfigError(f"Invalid config override {strays[0]!r}: a name starts with --.")
+        result[name] = _parsed(value)
     return result
+
+
+def _with_syntax(message: str) -> str:
+    return f"{message}{'' if message.endswith(('.', '?')) else '.'} {SYNTAX}"
+
+
+def _stray_values(name: str, values: List[str], default: Config) -> ElmoConfigError:
+    """The error for ``--name`` followed by several values: for a list setting of strings or
+    numbers, the one JSON list that holds them all, quoted for the shell (the fix of
+    :func:`_as_list`); else the syntax of an override."""
+    section, _, key = name.partition(".")
+    fix = _as_list(section, key, [_parsed(value) for value in values], default[section][key], f" (--{name})")
+    message = f"Invalid config override {values[1]!r}: a name starts with --, and --{name} takes one value"
+    if fix:
+        return ElmoConfigError(f"{message} (a list is one JSON value){fix}", key=name)
+    return ElmoConfigError(_with_syntax(message), key=name)
 
 
 def check_output_dir(output_dir: Union[str, Path]) -> None:
@@ -132,18 +177,28 @@ def check_output_dir(output_dir: Union[str, Path]) -> None:
 
 def parse_command_line(output_dir: str, args: List[str]) -> Dict[str, object]:
     """Check ``pretrain``'s OUTPUT_DIR and parse its extra arguments (:func:`parse_overrides`).
-    Raises ElmoConfigError (a ValueError, one line) for an OUTPUT_DIR that starts with ``-`` (an unknown option
-    taken as the directory; write ``./-name`` for such a folder), an argument that is not
-    ``--section.key``, or a section or setting the default config lacks."""
+    Raises ElmoConfigError (a ValueError, one line; the syntax of an override recalled where no
+    fix is shown) for an OUTPUT_DIR that starts with ``-`` (an unknown option taken as the
+    directory; write ``./-name`` for such a folder), an argument that is not ``--section.key``,
+    a section or setting the default config lacks, or a second value after a setting (for a
+    list setting, the one quoted JSON list to write instead: ``--corpus.paths a.txt b.txt`` ->
+    ``--corpus.paths '["a.txt", "b.txt"]'``)."""
     if output_dir.startswith("-"):
-        raise ElmoConfigError(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; for such a "
-                              "folder write "
-                              f"./{output_dir}).")
-    overrides = parse_overrides(args)
+        raise ElmoConfigError(_with_syntax(f"No such option {output_dir!r} (OUTPUT_DIR may not start with '-'; "
+                                           f"for such a folder write ./{output_dir})."))
     default = Config().from_str(default_config_text(), interpolate=False)
-    for key in overrides:
-        section, _, name = key.partition(".")
-        _check_known(section, name, default, f" (--{key})")
+    try:
+        items = _override_args(args)
+        for name, _, _ in items:
+            section, _, key = name.partition(".")
+            _check_known(section, key, default, f" (--{name})")
+    except ElmoConfigError as err:
+        raise ElmoConfigError(_with_syntax(str(err))) from None
+    overrides: Dict[str, object] = {}
+    for name, value, strays in items:
+        if strays:
+            raise _stray_values(name, [value, *strays], default)
+        overrides[name] = _parsed(value)
     return overrides
 
 

@@ -6,7 +6,6 @@ pipeline uses at inference. Whitespace-only tokens are dropped. Each distinct to
 sentence offsets, so 26M words fit in ~100 MB.
 """
 import glob
-import gzip
 import os
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Sequence, Tuple
@@ -15,6 +14,7 @@ import numpy
 
 from ..bilm.chars import BOS_IDS, EOS_IDS, tokens_to_char_array
 from ..errors import ElmoConfigError, ElmoDataError, ElmoModelFileError
+from ..text_files import text_lines
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 
@@ -39,34 +39,24 @@ def resolve_paths(patterns: Sequence[str]) -> List[str]:
     return paths
 
 
-def _open_text(path: str):
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8-sig", errors="strict")
-    return open(path, "rt", encoding="utf-8-sig", errors="strict")
-
-
 def read_lines(path: str, max_lines: int = 0) -> Iterator[Tuple[int, str]]:
     """(line number, stripped line) of a UTF-8 text file (a byte order mark at its start dropped);
     empty lines skipped.
 
-    Raises ElmoDataError for a binary (NUL bytes or not UTF-8) file or one without any text.
+    Raises ElmoDataError for a binary file (NUL bytes), one that is not UTF-8 (naming the line and
+    the fix: :func:`spacy_elmo.text_files.text_lines`), one that cannot be read to its end (a
+    corrupt .gz) or one without any text.
     """
     n_text = 0
-    try:
-        with _open_text(path) as f:
-            for i, line in enumerate(f):
-                if max_lines and i >= max_lines:
-                    break
-                if "\x00" in line:
-                    raise ElmoDataError(f"{path} looks binary (NUL byte on line {i + 1}); expected UTF-8 text")
-                line = line.strip()
-                if line:
-                    n_text += 1
-                    yield i, line
-    except UnicodeDecodeError as err:
-        raise ElmoDataError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start})") from None
-    except (OSError, EOFError) as err:  # e.g. a corrupt .gz
-        raise ElmoDataError(f"Cannot read {path}: {err}") from None
+    for i, line in enumerate(text_lines(path)):
+        if max_lines and i >= max_lines:
+            break
+        if "\x00" in line:
+            raise ElmoDataError(f"{path} looks binary (NUL byte on line {i + 1}); expected UTF-8 text")
+        line = line.strip()
+        if line:
+            n_text += 1
+            yield i, line
     if n_text == 0:
         raise ElmoDataError(f"{path} contains no text")
 

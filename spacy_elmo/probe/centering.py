@@ -5,12 +5,12 @@ top", step 1) is the simplest fix; this module estimates the means on the pretra
 lets the probe score WiC with them.
 """
 import glob
-import gzip
 import os
 from typing import List
 
 import numpy
 
+from ..text_files import text_lines
 from .embed import embed_tokens
 
 
@@ -28,16 +28,14 @@ def lm_sample(pattern: str, n_lines: int) -> List[List[str]]:
     tokenizer = spacy.blank("en").tokenizer
     out = []
     for path in files:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as f:
-            taken = 0
-            for line in f:
-                tokens = [t.text for t in tokenizer(line.strip()) if not t.is_space]
-                if tokens:
-                    out.append(tokens)
-                    taken += 1
-                if taken >= per_file:
-                    break
+        taken = 0
+        for line in text_lines(path):
+            tokens = [t.text for t in tokenizer(line.strip()) if not t.is_space]
+            if tokens:
+                out.append(tokens)
+                taken += 1
+            if taken >= per_file:
+                break
     return out[:n_lines]
 
 

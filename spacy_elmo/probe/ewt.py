@@ -5,6 +5,7 @@ from typing import List, Optional, Tuple
 import numpy
 
 from ..errors import ElmoDataError
+from ..text_files import text_lines
 
 Sentence = Tuple[List[str], List[str]]  # (words, UPOS tags)
 
@@ -19,22 +20,21 @@ def read_conllu(path) -> List[Sentence]:
     sentences: List[Sentence] = []
     words: List[str] = []
     tags: List[str] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                if words:
-                    sentences.append((words, tags))
-                words, tags = [], []
-                continue
-            if line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if len(cols) < 4:
-                raise ElmoDataError(f"{path}:{n}: expected a CoNLL-U word line (10 tab-separated columns)")
-            if cols[0].isdigit():
-                words.append(cols[1])
-                tags.append(cols[3])
+    for n, line in enumerate(text_lines(path), 1):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if words:
+                sentences.append((words, tags))
+            words, tags = [], []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) < 4:
+            raise ElmoDataError(f"{path}:{n}: expected a CoNLL-U word line (10 tab-separated columns)")
+        if cols[0].isdigit():
+            words.append(cols[1])
+            tags.append(cols[3])
     if words:
         sentences.append((words, tags))
     return sentences

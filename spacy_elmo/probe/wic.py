@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy
 
 from ..errors import ElmoDataError
+from ..text_files import text_lines
 from .stats import paired_difference, strip_items
 from .views import views
 
@@ -32,22 +33,20 @@ def read_split(wic_dir, split: str) -> Tuple[List[Pair], numpy.ndarray]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"WiC file not found: {path}")
     pairs = []
-    with open(data_path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) != 5:
-                raise ElmoDataError(f"{data_path}:{n}: expected 5 tab-separated fields, got {len(parts)}")
-            try:
-                i1, i2 = (int(x) for x in parts[2].split("-"))
-            except ValueError:
-                raise ElmoDataError(f"{data_path}:{n}: field 3 = {parts[2]!r}: expected the two target "
-                                    "indices as I-J") from None
-            t1, t2 = parts[3].split(" "), parts[4].split(" ")
-            if not (0 <= i1 < len(t1) and 0 <= i2 < len(t2)):
-                raise ElmoDataError(f"{data_path}:{n}: target index out of range")
-            pairs.append((t1, i1, t2, i2))
-    with open(gold_path, encoding="utf-8") as f:
-        gold = numpy.array([line.strip() == "T" for line in f if line.strip()])
+    for n, line in enumerate(text_lines(data_path), 1):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 5:
+            raise ElmoDataError(f"{data_path}:{n}: expected 5 tab-separated fields, got {len(parts)}")
+        try:
+            i1, i2 = (int(x) for x in parts[2].split("-"))
+        except ValueError:
+            raise ElmoDataError(f"{data_path}:{n}: field 3 = {parts[2]!r}: expected the two target "
+                                "indices as I-J") from None
+        t1, t2 = parts[3].split(" "), parts[4].split(" ")
+        if not (0 <= i1 < len(t1) and 0 <= i2 < len(t2)):
+            raise ElmoDataError(f"{data_path}:{n}: target index out of range")
+        pairs.append((t1, i1, t2, i2))
+    gold = numpy.array([line.strip() == "T" for line in text_lines(gold_path) if line.strip()])
     if len(gold) != len(pairs):
         raise ElmoDataError(f"{gold_path}: {len(gold)} labels for {len(pairs)} pairs")
     return pairs, gold
