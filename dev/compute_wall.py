@@ -138,7 +138,9 @@ def stretches(record) -> list:
     ``perplexity``, ``gain_per_10m`` (fractional held-out perplexity drop per 10M tokens of the
     stretch, compounded: 1 - (ppl / ppl_before) ** (1e7 / tokens_in_stretch); None for the first
     release), ``ratio`` (the lowest train / held-out ratio measured up to its tokens, or None) and
-    ``own_ratio`` (the ratio measured on this candidate, or None)."""
+    ``own_ratio`` (the ratio measured on this candidate, or None), ``start_tokens`` (the tokens of
+    the candidate it started from, or None) and ``rewarmed`` (it started from a release, whose
+    decayed learning rate was warmed up again, not from the stable phase of an earlier stretch)."""
     per_pass = record.get("train_tokens_per_pass")
     ends = [c for c in record["candidates"] if c.get("released") or c.get("stretch_from") is not None]
     out = []
@@ -152,7 +154,9 @@ def stretches(record) -> list:
         out.append({"run": c["run"], "released": bool(c.get("released")), "tokens": c["tokens"],
                     "passes": c["tokens"] / per_pass if per_pass else None, "perplexity": c["perplexity"],
                     "gain_per_10m": gain, "ratio": min(ratios) if ratios else None,
-                    "own_ratio": c.get("train_heldout_ratio")})
+                    "own_ratio": c.get("train_heldout_ratio"),
+                    "start_tokens": before["tokens"] if before else None,
+                    "rewarmed": before is not None and bool(before.get("released"))})
     return out
 
 
@@ -168,6 +172,12 @@ def _start_of(c, ends):
     if not start:
         raise ValueError(f"run {c['run']}: stretch_from = {c['stretch_from']!r} names no earlier stretch end")
     return start[-1]
+
+
+def rule_text() -> str:
+    """The stop rule in words, from its constants."""
+    return (f"{STOP_STRETCHES} stretches in a row under {STOP_GAIN_PER_20M:.0%} per 20M tokens, or a train / "
+            f"held-out ratio under {STOP_RATIO:.2f}")
 
 
 def stop_rule(rows) -> tuple:

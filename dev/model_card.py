@@ -189,7 +189,12 @@ def load_wall(record_path: Path = WALL_RECORD) -> Optional[dict]:
     spec.loader.exec_module(wall)
     rows = wall.stretches(wall.load_record(str(record_path)))
     fired, reason = wall.stop_rule(rows)
-    return {"rows": rows, "fired": fired, "reason": reason}
+    return {"rows": rows, "fired": fired, "reason": reason, "rule": wall.rule_text()}
+
+
+def _unreleased(row: dict) -> str:
+    how = "warm start from" if row["rewarmed"] else "continues the stable phase of"
+    return f"not released; {how} {row['start_tokens'] / 1e6:.1f}M"
 
 
 def data_wall_block(meta: dict, wall: Optional[dict]) -> str:
@@ -203,24 +208,25 @@ def data_wall_block(meta: dict, wall: Optional[dict]) -> str:
     for r in wall["rows"]:
         change = f"{-100 * r['gain_per_10m']:+.2f}%" if r["gain_per_10m"] is not None else ""
         ratio = f"{r['own_ratio']:.3f}" if r["own_ratio"] else ""
-        what = "**this model**" if r["tokens"] == shipped else ("released" if r["released"] else "not released")
+        what = "**this model**" if r["tokens"] == shipped else ("released" if r["released"] else _unreleased(r))
         lines.append(f"| {r['tokens'] / 1e6:.1f}M | {r['tokens'] / per_pass:.2f} | {r['perplexity']:.2f} | {change} "
                      f"| {ratio} | {what} |")
+    more = ("For better vectors, use an official ELMo (`python -m spacy_elmo download elmo-original`, trained on "
+            "the 1B Word Benchmark), or continue pretraining this model or an official one on your own text "
+            "(`--training.init_from en_elmo_small`; see \"Continued pretraining\" in the documentation).")
     if wall["fired"]:
         verdict = (f"The stop rule of the release process has fired ({wall['reason']}): this shape has reached "
-                   "what this corpus gives, and no further stage is trained. For better vectors, use an official "
-                   "ELMo (`python -m spacy_elmo download elmo-original`, trained on the 1B Word Benchmark), or "
-                   "continue pretraining this model or an official one on your own text "
-                   "(`--training.init_from en_elmo_small`; see \"Continued pretraining\" in the documentation).")
+                   f"what this corpus gives, and no further stage is trained. {more}")
     else:
-        verdict = f"The stop rule of the release process has not fired ({wall['reason']})."
+        verdict = (f"The stop rule of the release process ({wall['rule']}) has not fired ({wall['reason']}): "
+                   f"more passes still lower held-out perplexity, and the lineage goes on. {more}")
     table = "\n".join(lines)
     return f"""## Passes over the corpus
 
 The training text is {per_pass:,} tokens, so this model has read it
 {shipped / per_pass:.2f} times. Every stage end, and every later stretch of the same shape (a
-continued run, decayed and measured, released only if it gains 3%), as held-out perplexity
-(float32, 341,305 held-out tokens) against the tokens seen:
+continued run, decayed and measured, released only if it passes the release gate), as held-out
+perplexity (float32, {meta['heldout']['tokens']:,} held-out tokens) against the tokens seen:
 
 {table}
 

@@ -148,6 +148,8 @@ def test_a_stretch_continuing_an_unreleased_stable_phase_counts_from_that_stretc
     rows = wall.stretches(record)
     assert [r["run"] for r in rows] == [0, 1, 3, 4]
     assert rows[3]["gain_per_10m"] == pytest.approx(0.02)  # 2% over its own 10M tokens
+    assert (rows[2]["start_tokens"], rows[2]["rewarmed"]) == (30e6, True)  # from release 1
+    assert (rows[3]["start_tokens"], rows[3]["rewarmed"]) == (50e6, False)  # run 3's stable phase
     assert not wall.stop_rule(rows)[0]  # 2% per 10M is no small stretch
     record["candidates"][-1]["stretch_from"] = 4  # itself: no earlier end
     with pytest.raises(ValueError, match="stretch_from = 4 names no earlier stretch end"):
@@ -158,6 +160,9 @@ def test_the_record_gives_the_shipped_lineage_its_passes():
     wall = _wall()
     record = wall.load_record(str(REPO / "dev" / "default_model_candidates.json"))
     rows = wall.stretches(record)
-    assert [r["run"] for r in rows] == [1, 7, 8, 9]
-    assert rows[-2]["passes"] == pytest.approx(135983076 / 29808129)
-    assert not rows[-1]["released"] and rows[-1]["passes"] == pytest.approx(151956911 / 29808129)
+    assert [r["run"] for r in rows if r["released"]] == [1, 7, 8]
+    assert rows[2]["passes"] == pytest.approx(135983076 / 29808129)
+    later = rows[3:]  # the stretches after the shipped release, each from an earlier stretch end
+    assert later and not any(r["released"] for r in later)
+    assert all(r["start_tokens"] in [e["tokens"] for e in rows[2:k + 3]] for k, r in enumerate(later))
+    assert all(r["passes"] == pytest.approx(r["tokens"] / 29808129) for r in later)

@@ -82,13 +82,16 @@ def test_the_card_gives_passes_per_stretch_and_the_stop_rule_verdict():
     meta["corpus"]["train_tokens"] = 20_000_000
     rows = [{"tokens": 37_000_000, "released": True, "perplexity": 70.0, "gain_per_10m": None, "own_ratio": None},
             {"tokens": 55_000_000, "released": True, "perplexity": 63.0, "gain_per_10m": 0.0569, "own_ratio": 0.95},
-            {"tokens": 70_000_000, "released": False, "perplexity": 62.7, "gain_per_10m": 0.0032, "own_ratio": 0.91}]
-    text = card.model_card(meta, 19.94, {"rows": rows, "fired": False, "reason": "0.6% per 20M tokens"})
+            {"tokens": 70_000_000, "released": False, "perplexity": 62.7, "gain_per_10m": 0.0032, "own_ratio": 0.91,
+             "start_tokens": 55_000_000, "rewarmed": True}]
+    text = card.model_card(meta, 19.94, {"rows": rows, "fired": False, "reason": "0.6% per 20M tokens",
+                                         "rule": "3 stretches in a row under 1% per 20M tokens"})
     assert "read it\n2.75 times" in text
     assert "| 55.0M | 2.75 | 63.00 | -5.69% | 0.950 | **this model** |" in text
-    assert "| 70.0M | 3.50 | 62.70 | -0.32% | 0.910 | not released |" in text
-    assert "has not fired (0.6% per 20M tokens)" in text and "reached what this corpus gives" not in text
-    fired = card.model_card(meta, 19.94, {"rows": rows, "fired": True, "reason": "ratio 0.890 < 0.9"})
+    assert "| 70.0M | 3.50 | 62.70 | -0.32% | 0.910 | not released; warm start from 55.0M |" in text
+    assert "(3 stretches in a row under 1% per 20M tokens) has not fired (0.6% per 20M tokens)" in text
+    assert "reached what this corpus gives" not in text and "download elmo-original" in text
+    fired = card.model_card(meta, 19.94, {"rows": rows, "fired": True, "reason": "ratio 0.890 < 0.9", "rule": ""})
     assert "has fired (ratio 0.890 < 0.9): this shape has reached what this corpus gives" in fired
     assert "download elmo-original" in fired and "--training.init_from en_elmo_small" in fired
     assert "## Passes over the corpus" not in card.model_card(meta, 19.94)  # no record, no section
