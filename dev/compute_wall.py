@@ -121,6 +121,9 @@ def report(record, tokens_per_second: float) -> list:
         reach = "; no trend (the interval holds 0): this curve does not say when it reaches " + str(TARGET_WIC)
         if lo > 0:
             reach = f"; at this slope {TARGET_WIC} at {2 ** ((TARGET_WIC - intercept) / slope) / 1e6:,.0f}M tokens"
+        elif hi < 0:
+            reach = "; falling (the whole interval is below 0): more tokens of this text do not bring it to " + str(
+                TARGET_WIC)
         lines.append(f"WiC dev, {label}: {slope:+.2f} points per doubling of tokens [{lo:+.2f}, {hi:+.2f}] "
                      f"over {len(pts)} candidates ({min(p[1] for p in pts):.1f}-{max(p[1] for p in pts):.1f}){reach}")
     return lines

@@ -91,6 +91,10 @@ def test_report_extrapolates_wic_only_where_the_trend_is_clear():
     top, mean = _wall().report({"candidates": cands}, 2600.0)[-2:]
     assert top.startswith("WiC dev, top layer: +0.50") and "57.0 at 160M tokens" in top
     assert mean.startswith("WiC dev, layer average: +0.20") and "no trend (the interval holds 0)" in mean
+    for k, c in enumerate(cands):
+        c["wic_dev"]["average"] = 57.0 - 0.5 * k - [0.0, 0.1, 0.0, 0.1][k]
+    mean = _wall().report({"candidates": cands}, 2600.0)[-1]
+    assert "falling (the whole interval is below 0)" in mean and "no trend" not in mean
 
 
 def _released(*points):
