@@ -218,8 +218,8 @@ def data_wall_block(meta: dict, wall: Optional[dict]) -> str:
         verdict = (f"The stop rule of the release process has fired ({wall['reason']}): this shape has reached "
                    f"what this corpus gives, and no further stage is trained. {more}")
     else:
-        verdict = (f"The stop rule of the release process ({wall['rule']}) has not fired ({wall['reason']}): "
-                   f"more passes still lower held-out perplexity, and the lineage goes on. {more}")
+        verdict = (f"The stop rule of the release process ({wall['rule']}) has not fired ({wall['reason']}), "
+                   f"so the lineage goes on until it does. {more}")
     table = "\n".join(lines)
     return f"""## Passes over the corpus
 
