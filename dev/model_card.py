@@ -4,11 +4,13 @@
 
 MODEL_DIR: a shipped model folder (default spacy_elmo/models/en_elmo_small). Writes
 MODEL_DIR/README.md (the model card: data, shape, training commands, tokens seen, held-out and
-sense scores, the demo, limits) and, in the repository README, the block between
-``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` (the README's demo table
-quotes ``docs/results/demo_seeds.json``; tests/test_results.py checks it). Everything comes from
-meta.json: ``dev/ship_default_model.py`` stores there the lineage, the held-out perplexity of the
-shipped files, WiC, the blind sense set and the demo's dev scores (``--demo``). With ``--check``
+sense scores, passes over the corpus, the demo, limits) and, in the repository README, the block
+between ``<!-- begin: default-model -->`` / ``<!-- end: default-model -->`` (the README's demo table
+quotes ``docs/results/demo_seeds.json``; tests/test_results.py checks it). Everything but the
+passes comes from meta.json: ``dev/ship_default_model.py`` stores there the lineage, the held-out
+perplexity of the shipped files, WiC, the blind sense set and the demo's dev scores (``--demo``).
+The passes section of the default model comes from ``dev/default_model_candidates.json`` (every
+stage end and later stretch, with the stop rule of dev/RELEASING.md: :func:`load_wall`). With ``--check``
 nothing is written; the exit status is 1 if a file differs from what would be written
 (tests/test_results.py runs it).
 """
@@ -180,8 +182,9 @@ at {t.get('tokens_per_second', 0):,.0f} tokens/s.
 
 
 def load_wall(record_path: Path = WALL_RECORD) -> Optional[dict]:
-    """The data wall of the default model's lineage: ``{"rows": stretches, "fired": bool, "reason": str}``
-    from dev/compute_wall.py on the candidates record; None when the record is absent."""
+    """The data wall of the default model's lineage, from dev/compute_wall.py on the candidates
+    record: ``{"rows": its stretches, "fired": bool, "reason": str, "rule": the rule in words}``;
+    None when the record is absent."""
     if not record_path.is_file():
         return None
     spec = importlib.util.spec_from_file_location("compute_wall", ROOT / "dev" / "compute_wall.py")
@@ -259,7 +262,7 @@ def render(model_dir: Path, readme: Optional[Path]) -> dict:
     """{path: new text} of the files this script writes."""
     meta = srsly.read_json(model_dir / "meta.json")
     size = sum(p.stat().st_size for p in model_dir.iterdir() if p.is_file() and p.name != "README.md") / 2 ** 20
-    out = {model_dir / "README.md": model_card(meta, size, load_wall() if model_dir == DEFAULT else None)}
+    out = {model_dir / "README.md": model_card(meta, size, load_wall() if model_dir.resolve() == DEFAULT else None)}
     if readme is not None:
         text = readme.read_text(encoding="utf-8")
         out[readme] = replace_block(text, "default-model", default_model_block(meta), readme)
