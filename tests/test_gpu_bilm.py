@@ -90,7 +90,7 @@ def test_lm_trained_on_cuda_exports_to_the_same_bilm(tmp_path, exact_products, i
 
 
 def test_pretrain_on_cuda_resumes_on_cpu(tmp_path):
-    """Two steps on CUDA (cuDNN LSTMs) from a pre-tokenised corpus (no spaCy), then the
+    """Two steps on CUDA (the autograd LSTMs) from a pre-tokenised corpus (no spaCy), then the
     checkpoint continues on CPU."""
     from spacy_elmo.pretrain.train import pretrain
 

@@ -4,10 +4,11 @@
 #
 #   bash dev/device/gpu_check.sh CALL [TOTAL_SECONDS] [--dry-run]
 #
-# CALL 1: install the biLM + trainer wheels; the torch-only GPU tests (tests/test_gpu_bilm.py);
-#         a pretraining stint on the pre-tokenised corpus (dev/device/stint.cfg: warm start
-#         from en_elmo_small, cuDNN's LSTM(proj_size), no clipping); the trained model back as
-#         float16 parts (dev/device/parts.py).
+# CALL 1: install the biLM + trainer wheels; the torch-only GPU tests (tests/test_gpu_bilm.py,
+#         tests/test_gpu_allennlp.py); a pretraining stint on the pre-tokenised corpus
+#         (dev/device/stint.cfg: warm start from en_elmo_small, the training path a user gets
+#         with --training.device cuda); the trained model back as float16 parts
+#         (dev/device/parts.py).
 # CALL 2: install the spaCy stack but spaCy itself; biLM inference tokens/s (float32, bfloat16)
 #         and parity with CPU for en_elmo_small and a random original-size biLM.
 # CALL 3: install spaCy beside call 2's packages (made just before: the machine keeps .gpu/site
@@ -81,7 +82,7 @@ step env 30 "$PY" dev/device/steps.py env "$STEPS/env.json"
 case $CALL in
 1)
     step install 90 bash dev/device/install_wheels.sh "$CARRY" "$SITE" h5py confection torch numpy
-    step tests_bilm 150 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_bilm.py --junitxml "$STEPS/tests_bilm.xml"
+    step tests_bilm 150 "$PY" -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_bilm.py tests/test_gpu_allennlp.py --junitxml "$STEPS/tests_bilm.xml"
     STINT=$(($(left) - 40))
     EXTRA=()
     if [ "$DRY" = 1 ]; then STINT=60; EXTRA=(--no-final-eval --probe-steps 2 --tokens-per-batch 2000); fi
