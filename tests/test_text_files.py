@@ -147,3 +147,43 @@ def test_probe_readers(latin1, tmp_path):
     write(tmp_path / "dev.gold.txt", ["T"], encoding="utf-8")
     with pytest.raises(ElmoDataError, match=r"dev.data.txt line 1: not UTF-8 text \(byte 0xE9 at offset 3 of"):
         read_split(str(tmp_path), "dev")
+
+
+def test_allennlp_embed_file(latin1, tmp_path):
+    """``ElmoEmbedder.embed_file`` given a path reads it as every command does: the same one-line
+    error, before anything is written; a .gz path is read through gzip."""
+    from spacy_elmo.allennlp import ElmoEmbedder
+
+    from allennlp_reference import model_files
+
+    embedder = ElmoEmbedder(*model_files("random"))
+    out = tmp_path / "out.hdf5"
+    with pytest.raises(ElmoDataError) as err:
+        embedder.embed_file(latin1, out)
+    assert str(err.value) == expected(latin1) and not out.exists()
+    good = write(tmp_path / "good.txt.gz", LINES, encoding="utf-8")
+    embedder.embed_file(good, out, output_format="top")
+    import h5py
+
+    with h5py.File(out, "r") as f:
+        assert [f[str(i)].shape[0] for i in range(len(LINES))] == [len(line.split()) for line in LINES]
+
+
+@pytest.mark.parametrize("name,what", [("options.json", "options file"), ("vocab.txt", "vocabulary"),
+                                       ("char.dic", "dictionary")])
+def test_model_files_name_the_line(tmp_path, name, what):
+    """A model's small text files (options.json, vocab.txt, a char.dic) that are not UTF-8: one
+    line naming the file, the line, the byte and its offset (ElmoModelFileError)."""
+    from spacy_elmo.bilm.options import read_options
+    from spacy_elmo.convert.efml import read_dic
+    from spacy_elmo.errors import ElmoModelFileError
+    from spacy_elmo.pretrain.export import read_vocab
+
+    path = tmp_path / name
+    path.write_bytes(b'{\n  "a": 1,\n  "caf\xe9": 2\n}\n' if name == "options.json" else b"a\t0\nthe\t1\ncaf\xe9\t2\n")
+    offset = path.read_bytes().index(b"\xe9")
+    read = {"options.json": read_options, "vocab.txt": read_vocab, "char.dic": read_dic}[name]
+    with pytest.raises(ElmoModelFileError) as err:
+        read(str(path))
+    assert str(err.value) == (f"{path} line 3: not UTF-8 text (byte 0xE9 at offset {offset} of the file); "
+                              f"the {what} must be UTF-8")

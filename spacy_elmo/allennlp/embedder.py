@@ -5,7 +5,6 @@ The same methods and HDF5 layout; stateless (0.9 carried the LSTM state from bat
 sentence's vectors depended on what came before). An empty sentence gives (L + 1, 0, 2P) float32
 (0.9: float64 (3, 0, 1024) whatever the model).
 """
-import io
 import itertools
 import json
 import logging
@@ -16,6 +15,7 @@ import numpy
 import torch
 
 from ..errors import ElmoConfigError, ElmoDataError
+from ..text_files import text_lines
 from .elmo import ElmoBiLm
 from .files import DEFAULT_OPTIONS_FILE, DEFAULT_WEIGHT_FILE, PathLike
 from .ids import batch_to_ids
@@ -91,11 +91,12 @@ class ElmoEmbedder:
         (n, 2P) ("top") or the layers' mean (n, 2P) ("average"); plus ``sentence_to_index``, a
         (1,) string dataset holding the JSON {sentence: line number}, unless
         ``forget_sentences`` or ``use_sentence_keys``. ``input_file``: an open text file (closed
-        at the end, as in 0.9) or a path.
+        at the end, as in 0.9) or a path (UTF-8, plain or ``.gz``).
 
         Raises, before anything is written, ElmoConfigError (a ValueError) for an unknown
-        ``output_format``, ElmoDataError (a ValueError) for blank lines (naming their indexes) or,
-        with ``use_sentence_keys``, a repeated line."""
+        ``output_format``, ElmoDataError (a ValueError) for blank lines (naming their indexes),
+        with ``use_sentence_keys`` a repeated line, or a path whose bytes are not UTF-8 (naming the
+        line, the byte and its offset)."""
         if output_format not in OUTPUT_FORMATS:
             raise ElmoConfigError(f"output_format must be one of {list(OUTPUT_FORMATS)}, got {output_format!r}")
         sentences = _read_lines(input_file)
@@ -109,8 +110,11 @@ class ElmoEmbedder:
 
 
 def _read_lines(input_file: Union[IO, PathLike]) -> List[str]:
+    """The stripped lines of an open text file (closed here) or of a path, read as every command
+    reads text (:func:`spacy_elmo.text_files.text_lines`: UTF-8, plain or ``.gz``, ElmoDataError
+    naming the line of a byte that is not UTF-8)."""
     if isinstance(input_file, (str, os.PathLike)):
-        input_file = io.open(input_file, encoding="utf-8")
+        return [line.strip() for line in text_lines(input_file)]
     with input_file:
         return [line.strip() for line in input_file]
 

@@ -20,7 +20,7 @@ import os
 import stat
 from typing import Any, Union
 
-from ..errors import ElmoFileError
+from ..errors import ElmoDataError, ElmoFileError
 
 CONFIG_BYTES = 16 << 20  # 16 MiB: configs, options, digests, character dictionaries (all a few KB)
 VOCAB_BYTES = 256 << 20  # 256 MiB: word vocabularies (about 20 million words)
@@ -78,8 +78,17 @@ def read_bytes(path: PathLike, max_bytes: int = CONFIG_BYTES, what: str = "file"
 
 
 def read_text(path: PathLike, max_bytes: int = CONFIG_BYTES, what: str = "file", encoding: str = "utf-8") -> str:
-    """:func:`read_bytes` decoded; UnicodeDecodeError (a ValueError) if it is not ``encoding``."""
-    return read_bytes(path, max_bytes, what).decode(encoding)
+    """:func:`read_bytes` decoded. Raises ElmoDataError (a ValueError) where it is not
+    ``encoding``: one line naming the file, the 1-based line of the first byte that does not
+    decode, the byte and its 0-based offset in the file."""
+    data = read_bytes(path, max_bytes, what)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ElmoDataError(f"{os.fspath(path)} line {line}: not {err.encoding.upper()} text (byte "
+                            f"0x{data[err.start]:02X} at offset {err.start} of the file); the {what} must be "
+                            f"{err.encoding.upper()}", path) from None
 
 
 def read_json(path: PathLike, max_bytes: int = CONFIG_BYTES, what: str = "JSON file") -> Any:

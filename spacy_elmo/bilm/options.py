@@ -41,7 +41,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Union
 
-from ..errors import ElmoFileError, ElmoModelFileError
+from ..errors import ElmoDataError, ElmoFileError, ElmoModelFileError
 from .files import CONFIG_BYTES, read_json
 from .finite import is_finite_number, non_finite
 
@@ -180,9 +180,9 @@ def read_options(path: Union[str, os.PathLike]) -> Dict[str, Any]:
         raise ElmoModelFileError(f"{path}: options file not found", path=path)
     try:
         options = read_json(path, CONFIG_BYTES, "options file")
-    except ElmoFileError as e:
+    except (ElmoFileError, ElmoDataError) as e:  # not a regular file, too large, not UTF-8
         raise ElmoModelFileError(str(e), path=path) from e
-    except (OSError, ValueError) as e:  # UnicodeDecodeError, json.JSONDecodeError, a 5,000-digit number
+    except (OSError, ValueError) as e:  # json.JSONDecodeError, a 5,000-digit number
         raise ElmoModelFileError(f"{path}: cannot read options JSON: {e}", path=path) from e
     return check_options(options, path)
 

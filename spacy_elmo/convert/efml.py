@@ -36,7 +36,7 @@ import numpy
 
 from ..bilm.files import CONFIG_BYTES, VOCAB_BYTES, check_regular, read_json, read_text
 from ..bilm.finite import non_finite
-from ..errors import ElmoConfigError, ElmoFileError, ElmoModelFileError
+from ..errors import ElmoConfigError, ElmoDataError, ElmoFileError, ElmoModelFileError
 from ..locks import Lock, folder_in_the_way, hold
 
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
@@ -107,10 +107,10 @@ def read_dic(path: str, max_bytes: int = CONFIG_BYTES) -> Dict[str, int]:
         text = read_text(path, max_bytes, "dictionary")
     except FileNotFoundError:
         raise ElmoModelFileError(f"{path}: not found", path) from None
-    except ElmoFileError as err:
+    except (ElmoFileError, ElmoDataError) as err:
         raise ElmoModelFileError(str(err), path) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ElmoModelFileError(f"{path}: cannot read as UTF-8: {err}", path) from None
+    except OSError as err:
+        raise ElmoModelFileError(f"{path}: cannot read: {err}", path) from None
     lexicon = {}
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.strip().split("\t")

@@ -21,7 +21,7 @@ from ..bilm.files import VOCAB_BYTES, read_text
 from ..bilm.finite import is_finite_number
 from ..bilm.sizes import check_size, out_of_memory
 from ..bilm.weights import float_dataset, open_hdf5, read_float
-from ..errors import ElmoModelFileError
+from ..errors import ElmoDataError, ElmoFileError, ElmoModelFileError
 from .lm import LanguageModel, SoftmaxHead, softmax_cutoffs
 
 MODEL_FILES = ("options.json", "weights.hdf5", "lm_head.hdf5", "vocab.txt")
@@ -60,8 +60,10 @@ def read_vocab(path: str) -> List[str]:
     :data:`~spacy_elmo.bilm.files.VOCAB_BYTES`). Raises ElmoModelFileError naming the file."""
     try:
         text = read_text(path, VOCAB_BYTES, "vocabulary")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ElmoModelFileError(f"{path}: cannot read the vocabulary (not UTF-8 text?): {e}", path=path) from e
+    except (ElmoFileError, ElmoDataError) as e:
+        raise ElmoModelFileError(str(e), path=path) from e
+    except OSError as e:
+        raise ElmoModelFileError(f"{path}: cannot read the vocabulary: {e}", path=path) from e
     return [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line]
 
 
