@@ -209,9 +209,9 @@ class OneDnnPath(LayerPath):
     input projection runs in fixed tiles of packed rows (:class:`GateTiles`), the per-step
     products on their exact row count up to STEP_EXACT_ROWS, on row buckets above.
 
-    :meth:`run` is also the loop of :class:`.int8.Int8Path`, which changes only what the products
-    read and how they are done: :meth:`weights`, :attr:`tiles`, :meth:`state`, :meth:`recurrent`
-    and :meth:`project`."""
+    :meth:`run` is also the loop of :class:`OneDnnBf16Path` and :class:`.int8.Int8Path`, which
+    change only what the products read and how they are done: :meth:`weights`, :attr:`tiles`,
+    :meth:`state`, :meth:`recurrent` and :meth:`project`."""
 
     tiles = GateTiles  # the input projection, tile by tile
 
@@ -252,40 +252,34 @@ class OneDnnPath(LayerPath):
         return out, c
 
 
-class OneDnnBf16Path(LayerPath):
-    """:class:`OneDnnPath` with bfloat16 products (not exact).
+class OneDnnBf16Path(OneDnnPath):
+    """:class:`OneDnnPath` with bfloat16 products (not exact); the loop is OneDnnPath's
+    :meth:`~OneDnnPath.run`.
 
     Every product reads bfloat16 operands (x, h_{t-1} and m_t rounded to bfloat16; weights and
     bias packed as bfloat16 once) and accumulates in float32. The input projection (with the
     bias) is kept in bfloat16 tiles; each step's recurrent product adds it in its float32
     accumulator, so a gate pre-activation is rounded to bfloat16 once, then widened: the gate
     non-linearities, cell states, clipping of c and the outputs are float32 (the outputs hold
-    the bfloat16 projection results). (Summing the two products in float32 outside oneDNN
-    instead cost two more passes over the gates per step: ~9% of the time.)"""
+    the bfloat16 projection results, clipped in bfloat16: ELMo's clip of 3 is exact there).
+    (Summing the two products in float32 outside oneDNN instead cost two more passes over the
+    gates per step: ~9% of the time.)"""
 
-    def run(self, lstm: LstmWeights, layer: int, x: torch.Tensor, pk: Packing, h0: torch.Tensor,
-            c0: torch.Tensor) -> LayerResult:
-        C, P, bf16 = lstm.dim, lstm.projection_dim, torch.bfloat16
-        w_in, w_state, w_proj = lstm.packed_weights(bf16)[layer]
-        out = x.new_empty(2, pk.n_packed, P)
-        c = c0.clone()
-        h_prev = (h0[0].to(bf16), h0[1].to(bf16))
-        offs, cc, pc = pk.offsets, lstm.cell_clip, lstm.proj_clip
-        gates = GateTiles(x.to(bf16), w_in, lstm.gate_bias(layer).to(bf16), tile_rows(pk, C))  # bfloat16 tiles
-        for s, n in enumerate(pk.batch_sizes):
-            g_in = gates.rows(offs[s], offs[s + 1])
-            g = [onednn.linear_add(h_prev[d][:n], w_state[d], g_in[d], exact=STEP_EXACT_ROWS).float()
-                 for d in range(2)]  # float32 (n, 4C)
-            sig, t = cell_step(g, c, n, C, cc)
-            m = t.new_empty(t.shape, dtype=bf16)
-            for d in range(2):
-                torch.mul(t[d], sig[d][:, 2 * C:], out=m[d])  # m_t, rounded to bfloat16
-            h = [onednn.linear(m[d], w_proj[d], exact=STEP_EXACT_ROWS) for d in range(2)]  # bf16 (n, P)
-            clip_outputs(h, pc)  # pc is exact in bfloat16 for ELMo's clips (3); clamp then widen
-            for d in range(2):
-                out[d, offs[s]: offs[s + 1]].copy_(h[d])
-            h_prev = h
-        return out, c
+    def tiles(self, x: torch.Tensor, w_in: Sequence[torch.Tensor], bias: torch.Tensor, rows: int) -> GateTiles:
+        return GateTiles(x.to(torch.bfloat16), w_in, bias.to(torch.bfloat16), rows)  # bfloat16 tiles
+
+    def weights(self, lstm: LstmWeights, layer: int) -> tuple:
+        return lstm.packed_weights(torch.bfloat16)[layer]
+
+    def state(self, h: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        return [h[d].to(torch.bfloat16) for d in range(2)]  # h0 rounded; a step's h already is
+
+    def recurrent(self, h_prev: Sequence[torch.Tensor], n: int, w_state: Sequence[torch.Tensor],
+                  g_in: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [t.float() for t in super().recurrent(h_prev, n, w_state, g_in)]
+
+    def project(self, m: torch.Tensor, w_proj: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        return super().project(m.to(torch.bfloat16), w_proj)  # m_t rounded; outputs (n, P) bfloat16
 
 
 class LowPrecisionPath(LayerPath):
