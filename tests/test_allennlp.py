@@ -230,12 +230,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "spacy_elmo" / "allennlp"
 
 
 def test_the_module_imports_only_bilm():
-    """spacy_elmo.allennlp is pure PyTorch over spacy_elmo.bilm (and spacy_elmo.errors): no spaCy,
-    thinc or other part of the package (model names resolve through bilm's resolver hook)."""
+    """spacy_elmo.allennlp is pure PyTorch over spacy_elmo.bilm (and spacy_elmo.errors, and the
+    package's one text reader spacy_elmo.text_files, which imports only the standard library and
+    spacy_elmo.errors): no spaCy, thinc or other part of the package (model names resolve through
+    bilm's resolver hook)."""
+    reader = ast.parse((PACKAGE.parent / "text_files.py").read_text(encoding="utf-8"))
+    assert [n.module for n in ast.walk(reader) if isinstance(n, ast.ImportFrom) and n.level] == ["errors"]
+    assert not [a.name for n in ast.walk(reader) if isinstance(n, ast.Import) for a in n.names
+                if a.name.split(".")[0] in ("spacy", "thinc", "spacy_elmo", "torch")]
     bad = []
     for path in sorted(PACKAGE.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            inside = (node.module or "").startswith(("bilm", "errors")) if isinstance(node, ast.ImportFrom) else True
+            inside = (node.module or "").startswith(("bilm", "errors", "text_files")) if isinstance(node, ast.ImportFrom) else True
             if isinstance(node, ast.ImportFrom) and node.level == 2 and not inside:
                 bad.append(f"{path.name}: ..{node.module}")
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
@@ -249,7 +255,7 @@ def test_the_module_imports_only_bilm():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     loaded = ("['spacy_elmo', 'spacy_elmo._extensions_hook', 'spacy_elmo.allennlp', 'spacy_elmo.bilm', "
-              "'spacy_elmo.errors']")
+              "'spacy_elmo.errors', 'spacy_elmo.text_files']")
     assert proc.stdout.strip() == loaded
 
 
