@@ -13,7 +13,8 @@ AllenNLP 0.9's ``ElmoEmbedder`` (removed in AllenNLP 1.0). Pure PyTorch: no spaC
 - Differences on purpose: stateless by default (``Elmo(..., stateful=True)`` carries the LSTM
   state as AllenNLP does); see docs/allennlp.md.
 
-This package imports only :mod:`spacy_elmo.bilm` (tests/test_allennlp.py).
+This package imports only :mod:`spacy_elmo.bilm`, :mod:`spacy_elmo.errors` and the text reader
+:mod:`spacy_elmo.text_files` (tests/test_allennlp.py).
 """
 from .elmo import Elmo, ElmoBiLm, remove_sentence_boundaries
 from .embedder import DEFAULT_BATCH_SIZE, ElmoEmbedder
